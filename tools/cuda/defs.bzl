@@ -1,0 +1,137 @@
+"""cuda_library: compiles .cu sources with nvcc 13 and exposes them as a cc_library.
+
+Written here because rules_cuda cannot be downloaded. Each .cu becomes one object holding SASS
+for every architecture in `archs` (a fat binary; the CUDA runtime picks the one matching the
+device). Headers in `hdrs` and the transitive headers of `deps` are inputs, so editing a .cuh
+rebuilds what includes it. Flags: -O3 -lineinfo, never fast-math, no flush-to-zero.
+
+Configuration:
+  --define=cuda_archs=sm_120a[,sm_90a]  overrides `archs` for every target (.bazelrc: --config=sm120)
+  --define=cuda_ptxas_verbose=1         also prints ptxas' resource report (.bazelrc: --config=ptxas)
+The report (registers, shared memory, spills per kernel) is always written beside the object as
+<name>_<src>.ptxas.txt in bazel-bin.
+"""
+
+_NVCC = "/usr/local/cuda/bin/nvcc"
+
+# Architecture name -> nvcc -gencode. The `a` variants are needed for wgmma/setmaxnreg (sm_90a)
+# and for the block-scaled mma.sync (sm_120a).
+_GENCODE = {
+    "sm_90a": "-gencode=arch=compute_90a,code=sm_90a",
+    "sm_100a": "-gencode=arch=compute_100a,code=sm_100a",
+    "sm_120a": "-gencode=arch=compute_120a,code=sm_120a",
+    "sm_120f": "-gencode=arch=compute_120f,code=sm_120f",
+}
+
+def _archs(ctx):
+    override = ctx.var.get("cuda_archs", "")
+    archs = override.split(",") if override else ctx.attr.archs
+    for a in archs:
+        if a not in _GENCODE:
+            fail("unknown CUDA architecture '%s' (known: %s)" % (a, ", ".join(_GENCODE.keys())))
+    return archs
+
+def _cuda_objects_impl(ctx):
+    archs = _archs(ctx)
+    verbose = ctx.var.get("cuda_ptxas_verbose", "0") == "1"
+    dep_headers = []
+    includes = []
+    for dep in ctx.attr.deps:
+        cc = dep[CcInfo].compilation_context
+        dep_headers.append(cc.headers)
+        includes += cc.includes.to_list() + cc.quote_includes.to_list() + cc.system_includes.to_list()
+    headers = depset(ctx.files.hdrs, transitive = dep_headers)
+
+    objs = []
+    reports = []
+    for src in ctx.files.srcs:
+        stem = src.basename[:-len(src.extension) - 1]
+        obj = ctx.actions.declare_file("_objs/%s/%s.pic.o" % (ctx.label.name, stem))
+        report = ctx.actions.declare_file("%s_%s.ptxas.txt" % (ctx.attr.library_name, stem))
+        args = ctx.actions.args()
+        args.add_all([report, "1" if verbose else "0", _NVCC])
+        args.add_all(["-c", "-std=c++17", "-O3", "-lineinfo", "-Xptxas=-v"])
+        args.add_all(["-Xcompiler=-fPIC", "-Xcompiler=-ffp-contract=off"])
+        args.add_all([_GENCODE[a] for a in archs])
+        args.add_all(["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path])
+        args.add_all(depset(includes), format_each = "-I%s")
+        args.add_all(ctx.attr.defines, format_each = "-D%s")
+        args.add_all(ctx.attr.copts)
+        args.add_all(["-o", obj, src])
+        ctx.actions.run(
+            executable = ctx.executable._wrapper,
+            arguments = [args],
+            inputs = depset([src], transitive = [headers]),
+            outputs = [obj, report],
+            mnemonic = "NvccCompile",
+            progress_message = "nvcc %s (%s)" % (src.short_path, ", ".join(archs)),
+            use_default_shell_env = True,
+        )
+        objs.append(obj)
+        reports.append(report)
+    return [
+        DefaultInfo(files = depset(objs)),
+        OutputGroupInfo(ptxas_reports = depset(reports)),
+    ]
+
+_cuda_objects = rule(
+    implementation = _cuda_objects_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".cu"]),
+        "hdrs": attr.label_list(allow_files = True),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "archs": attr.string_list(),
+        "defines": attr.string_list(),
+        "copts": attr.string_list(),
+        "library_name": attr.string(),
+        "_wrapper": attr.label(
+            default = "//tools/cuda:nvcc_wrapper",
+            executable = True,
+            cfg = "exec",
+        ),
+    },
+)
+
+def cuda_library(
+        name,
+        srcs,
+        hdrs = [],
+        deps = [],
+        archs = ["sm_90a", "sm_120a"],
+        defines = [],
+        copts = [],
+        visibility = None,
+        tags = [],
+        **kwargs):
+    """A cc_library made of nvcc-compiled .cu sources (see the module docstring)."""
+    _cuda_objects(
+        name = name + "_cuda_objects",
+        srcs = srcs,
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:cuda_headers"],
+        archs = archs,
+        defines = defines,
+        copts = copts,
+        library_name = name,
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    # Built by `bazel build //...`, so every report is current after a build.
+    native.filegroup(
+        name = name + "_ptxas",
+        srcs = [":" + name + "_cuda_objects"],
+        output_group = "ptxas_reports",
+        tags = tags,
+        visibility = ["//visibility:private"],
+    )
+    native.cc_library(
+        name = name,
+        srcs = [":" + name + "_cuda_objects"],
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:cudart"],
+        alwayslink = True,
+        linkstatic = True,
+        visibility = visibility,
+        tags = tags,
+        **kwargs
+    )
