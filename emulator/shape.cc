@@ -1,0 +1,24 @@
+#include "emulator/shape.h"
+
+#include "absl/strings/str_format.h"
+
+namespace h3 {
+
+absl::Status ValidateShape(const OpShape& s) {
+  if (s.m < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("shape.m: expected >= 0, got %d", s.m));
+  }
+  if (s.n < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("shape.n: expected >= 1, got %d", s.n));
+  }
+  if (s.k <= 0 || s.k % 64 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("shape.k: expected a positive multiple of 64, got %d", s.k));
+  }
+  if (s.g < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("shape.g: expected >= 1, got %d", s.g));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace h3
