@@ -1,0 +1,61 @@
+// The weight quantizer of contract section 5 on .npy files:
+//   ./bazelw run //harness:quantize_weight -- --weight=W.npy --out_dir=DIR
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "harness/op_io.h"
+
+ABSL_FLAG(std::string, weight, "",
+          "W as .npy: '<u2' (bf16 bits) or '<f4', shape [N, K], K a multiple "
+          "of 16 (of 64 for the op), every value finite. Relative paths are "
+          "relative to where the command was started.");
+ABSL_FLAG(std::string, out_dir, "",
+          "Folder for o_weight_q.npy, o_weight_sf.npy and "
+          "o_weight_global_scale.npy (created if missing).");
+
+namespace {
+
+constexpr char kUsage[] =
+    R"(quantizes a weight W [N, K] to NVFP4 as quantize_minimax_h3_o_weight_nvfp4 does.
+
+  quantize_weight --weight=W.npy --out_dir=DIR
+
+Writes to --out_dir:
+  o_weight_q.npy             u1  [N, K/2] E2M1x2 codes (low nibble = even k)
+  o_weight_sf.npy            u1  [round_up(N,128), round_up(K/16,4)] UE4M3 block
+                                          scales in the 128x4 swizzled layout
+  o_weight_global_scale.npy  <f4 [1]      RN(2688 / amax(W)), 1 when W is all zero
+These are the weight files //harness:op reads. Nothing is written on error; the
+exit status is 1 then, 2 for a usage error.)";
+
+int Fail(int code, const absl::Status& s) {
+  std::fprintf(stderr, "quantize_weight: error: %s\n", std::string(s.ToString()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    return Fail(2, absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1],
+                                                           "' (flags only; see --help)")));
+  }
+  if (absl::GetFlag(FLAGS_weight).empty() || absl::GetFlag(FLAGS_out_dir).empty()) {
+    return Fail(2, absl::InvalidArgumentError("--weight and --out_dir are required (see --help)"));
+  }
+  absl::StatusOr<std::string> summary =
+      h3::QuantizeWeightFile(h3::ResolveUserPath(absl::GetFlag(FLAGS_weight)),
+                             h3::ResolveUserPath(absl::GetFlag(FLAGS_out_dir)));
+  if (!summary.ok()) return Fail(1, summary.status());
+  std::printf("%s\n", summary->c_str());
+  return 0;
+}
