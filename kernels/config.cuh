@@ -1,0 +1,113 @@
+#ifndef H3_KERNELS_CONFIG_CUH_
+#define H3_KERNELS_CONFIG_CUH_
+
+// The one configuration of the fused out-projection kernel: tile shape, pipeline depth, warp
+// roles, shared-memory layout and the quantizer's work units. Everything else derives from here.
+
+#include <cstdint>
+
+#include "kernels/sync_words.h"
+
+namespace h3::kernels {
+
+// sm_120 (RTX 5090 / RTX PRO 6000): 99 KiB of dynamic shared memory per block
+// (cutlass sm120_smem_capacity_bytes = 101376).
+inline constexpr int kSm120SmemBytes = 101376;
+// sm_90 (H100/H200): 227 KiB per block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+inline constexpr int kSm90SmemBytes = 232448;
+
+template <int kStages_, int kSmemBudget_>
+struct OutProjConfig {
+  // ---- CTA tile: kBM x kBN outputs, kBK k-elements per pipeline stage. ----
+  static constexpr int kBM = 128;
+  static constexpr int kBN = 128;
+  // 256 so that one stage's activation scales are 16 bytes per row: the smallest inner box a
+  // TMA tensor copy accepts (boxDim[0] * elemsize must be a multiple of 16 bytes).
+  static constexpr int kBK = 256;
+  static constexpr int kStages = kStages_;
+  static constexpr int kMmaK = 64;                      // k of one mma.m16n8k64
+  static constexpr int kKSteps = kBK / kMmaK;           // MMA k-steps per stage
+  static constexpr int kSfVec = 16;                     // elements per block scale
+  static constexpr int kScalesPerMma = kMmaK / kSfVec;  // 4 = one 32-bit scale word
+
+  // ---- Warp roles. ----
+  // Producer warpgroup: warp 0 = TMA/bulk loads, warps 1..3 = activation quantizers.
+  static constexpr int kProducerWarps = 4;
+  static constexpr int kLoadWarp = 0;
+  static constexpr int kQuantWarps = 3;
+  // Consumers: 2 warpgroups = 8 warps in a 2 (M) x 4 (N) grid, each a 64 x 32 warp tile.
+  static constexpr int kWarpsM = 2;
+  static constexpr int kWarpsN = 4;
+  static constexpr int kConsumerWarps = kWarpsM * kWarpsN;
+  static constexpr int kWarps = kProducerWarps + kConsumerWarps;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kWarpTileM = kBM / kWarpsM;  // 64
+  static constexpr int kWarpTileN = kBN / kWarpsN;  // 32
+  static constexpr int kMFrags = kWarpTileM / 16;   // m16 fragments per warp
+  static constexpr int kNFrags = kWarpTileN / 8;    // n8 fragments per warp
+
+  // ---- Shared memory, per stage (bytes). ----
+  static constexpr int kRowBytes = kBK / 2;                 // e2m1: 2 per byte
+  static constexpr int kATileBytes = kBM * kRowBytes;       // [kBM][128 B], 128B-swizzled
+  static constexpr int kBTileBytes = kBN * kRowBytes;       // [kBN][128 B], 128B-swizzled
+  static constexpr int kSfaRowBytes = kBK / kSfVec;         // 16
+  static constexpr int kSfaTileBytes = kBM * kSfaRowBytes;  // [kBM][16 B] linear
+  // Weight scales in the 128x4 layout: a 128-row x 4-column group is 512 contiguous bytes and
+  // one stage covers kBK/64 consecutive column groups of one 128-row group: one bulk copy.
+  static constexpr int kSfbTileBytes = (kBN / 128) * (kBK / 64) * 512;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes + kSfaTileBytes + kSfbTileBytes;
+  // 128B-swizzled TMA destinations need 1024-byte alignment.
+  static constexpr int kAOffset = 0;
+  static constexpr int kBOffset = kAOffset + kStages * kATileBytes;
+  static constexpr int kSfaOffset = kBOffset + kStages * kBTileBytes;
+  static constexpr int kSfbOffset = kSfaOffset + kStages * kSfaTileBytes;
+  static constexpr int kBarOffset = kSfbOffset + kStages * kSfbTileBytes;
+  static constexpr int kBarBytes = 2 * kStages * 8;  // full[] + empty[] mbarriers
+  static constexpr int kSmemUsed = kBarOffset + kBarBytes;
+  static constexpr int kSmemAlign = 1024;
+  // The dynamic shared-memory base is only guaranteed 16-byte aligned: pad for the realignment.
+  static constexpr int kSmemBytes = kSmemUsed + kSmemAlign - 16;
+
+  // ---- Quantizer work units: kQuantRows rows of attn_out, claimed dynamically. ----
+  static constexpr int kQuantRows = 4;
+  static constexpr int kUnitsPerMTile = kBM / kQuantRows;
+  static constexpr int kQuantBlocksPerIter = 32;  // one 16-element block per lane
+
+  // ---- Supported problem granularity. ----
+  static constexpr int kNMultiple = kBN;
+  static constexpr int kKMultiple = kBK;
+
+  static_assert(kBK % kMmaK == 0, "stage k must be whole MMA k-steps");
+  static_assert(kKSteps == 4, "one 128-byte smem row = 4 MMA k-steps of 32 bytes");
+  static_assert(kRowBytes == 128, "SWIZZLE_128B needs 128-byte rows");
+  static_assert(kSfaRowBytes % 16 == 0, "TMA inner box must be a multiple of 16 bytes");
+  static_assert(kBN % 128 == 0, "weight scale tile = whole 128-row swizzle groups");
+  static_assert(kSfbTileBytes == kBN * kBK / kSfVec, "weight scale bytes per stage");
+  static_assert(kSfbTileBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
+  static_assert(kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0, "ldmatrix.x4 covers 16 rows / 2 n8");
+  static_assert(kMFrags * 16 * kWarpsM == kBM && kNFrags * 8 * kWarpsN == kBN, "warp grid");
+  static_assert(kThreads == 384, "3 warpgroups");
+  static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "swizzle atoms stay aligned");
+  static_assert(kBOffset % 1024 == 0 && kSfaOffset % 128 == 0 && kSfbOffset % 128 == 0,
+                "TMA destinations aligned");
+  static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte objects");
+  static_assert(kBM % kQuantRows == 0, "quant units never straddle an m-tile");
+  static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kSmemBytes <= kSmemBudget_, "shared memory over the per-block budget");
+};
+
+// The native SM120 build: 2 stages x 36 KiB fit 99 KiB.
+using Sm120Config = OutProjConfig<2, kSm120SmemBytes>;
+static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
+// The sm_90 validation build runs the same kernel with a deeper pipeline (H200: 227 KiB).
+using Sm90Config = OutProjConfig<4, kSm90SmemBytes>;
+
+// Global synchronization words (per device, zero between launches).
+inline constexpr int kSyncWorkCounter = 0;   // next quantizer unit to claim
+inline constexpr int kSyncDoneCounter = 1;   // CTAs finished
+inline constexpr int kSyncFlagsOffset = 32;  // per-m-tile count of finished quantizer units
+static_assert(kSyncWordCount == kSyncFlagsOffset + kSyncMaxMTiles, "sync buffer layout");
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_CONFIG_CUH_

@@ -1,0 +1,194 @@
+// CPU check of the kernel's fragment/scale index math (fragment_math.h) against the emulator's
+// instruction model (emulator/mma_model.h): build a pipeline stage the way TMA/bulk copies
+// lay it out, read fragments the way ldmatrix / LDS do, and compare with the model's packers;
+// then run the sm_90 emulation's k permutation and dequantization in exact arithmetic.
+
+#include "kernels/fragment_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "emulator/formats.h"
+#include "emulator/mma_model.h"
+#include "emulator/swizzle.h"
+
+namespace h3::kernels {
+namespace {
+
+constexpr int kRows = 128, kK = 256, kRowBytes = kK / 2, kScaleCols = kK / 16;
+
+struct Stage {
+  std::vector<uint8_t> codes;   // global [kRows][kRowBytes]
+  std::vector<uint8_t> scales;  // global linear [kRows][kScaleCols]
+  std::vector<uint8_t> smem;    // 128B-swizzled copy
+  std::vector<uint8_t> sfa;     // [kRows][16] linear (the activation-scale TMA box)
+  std::vector<uint8_t> sfb;     // swizzled 128x4 groups of this 128-row tile
+  std::vector<uint8_t> sw_scales;
+};
+
+Stage MakeStage(uint32_t seed) {
+  Stage s;
+  uint32_t x = seed;
+  auto next = [&x] { return x = x * 1664525u + 1013904223u, static_cast<uint8_t>(x >> 24); };
+  s.codes.resize(kRows * kRowBytes);
+  for (auto& c : s.codes) c = next();
+  s.scales.resize(kRows * kScaleCols);
+  for (auto& c : s.scales) c = next() & 0x7E;
+  s.smem.resize(kRows * kRowBytes);
+  for (int r = 0; r < kRows; ++r)
+    for (int ch = 0; ch < 8; ++ch)
+      std::memcpy(&s.smem[Swizzle128Offset(r, ch)], &s.codes[r * kRowBytes + ch * 16], 16);
+  s.sfa = s.scales;  // kScaleCols == 16: the TMA box is the linear row
+  s.sw_scales = SwizzleScales(s.scales, kRows, kScaleCols);
+  s.sfb = s.sw_scales;  // one 128-row group: the whole swizzled block, copied contiguously
+  return s;
+}
+
+// ldmatrix.x4 semantics: thread T receives, for matrix q, word T%4 of the row whose address
+// lane 8q + T/4 supplied.
+void LdMatrixX4(const std::vector<uint8_t>& smem, const uint32_t addr[32], uint32_t out[32][4]) {
+  for (int t = 0; t < 32; ++t)
+    for (int q = 0; q < 4; ++q)
+      std::memcpy(&out[t][q], &smem[addr[8 * q + t / 4] + 4 * (t % 4)], 4);
+}
+
+TEST(FragmentMathTest, AFragmentsMatchPacker) {
+  const Stage s = MakeStage(1);
+  for (int m0 = 0; m0 < kRows; m0 += 16) {
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t addr[32], got[32][4], want[32][4];
+      for (int l = 0; l < 32; ++l)
+        addr[l] = Swizzle128Offset(LdmatrixARow(l, m0), LdmatrixAChunk(l, kk));
+      LdMatrixX4(s.smem, addr, got);
+      PackAFragment(s.codes, kRowBytes, m0, 64 * kk, want);
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < 4; ++i)
+          ASSERT_EQ(got[l][i], want[l][i]) << m0 << " " << kk << " " << l << " " << i;
+    }
+  }
+}
+
+TEST(FragmentMathTest, BFragmentsMatchPacker) {
+  const Stage s = MakeStage(2);
+  for (int n0 = 0; n0 < kRows; n0 += 16) {
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t addr[32], got[32][4], want0[32][2], want1[32][2];
+      for (int l = 0; l < 32; ++l)
+        addr[l] = Swizzle128Offset(LdmatrixBRow(l, n0), LdmatrixBChunk(l, kk));
+      LdMatrixX4(s.smem, addr, got);
+      PackBFragment(s.codes, kRowBytes, n0, 64 * kk, want0);
+      PackBFragment(s.codes, kRowBytes, n0 + 8, 64 * kk, want1);
+      for (int l = 0; l < 32; ++l) {
+        ASSERT_EQ(got[l][0], want0[l][0]);
+        ASSERT_EQ(got[l][1], want0[l][1]);
+        ASSERT_EQ(got[l][2], want1[l][0]);
+        ASSERT_EQ(got[l][3], want1[l][1]);
+      }
+    }
+  }
+}
+
+TEST(FragmentMathTest, ScalesMatchPacker) {
+  const Stage s = MakeStage(3);
+  for (int r0 = 0; r0 < kRows; r0 += 16) {
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t want[32];
+      PackSfa(s.scales, kScaleCols, r0, 64 * kk, want);
+      for (int l = 0; l < 32; ++l) {
+        if ((l & 3) > 1) continue;  // ignored lanes
+        uint32_t got;
+        std::memcpy(&got, &s.sfa[SfaOffset(SfaRow(l, r0), kk)], 4);
+        ASSERT_EQ(got, want[l]) << r0 << " " << kk << " " << l;
+      }
+      for (int c0 = r0; c0 < r0 + 16; c0 += 8) {
+        uint32_t want_b[32], want_sw[32];
+        PackSfb(s.scales, kScaleCols, c0, 64 * kk, want_b);
+        PackSfbSwizzled(s.sw_scales, kScaleCols, c0, 64 * kk, want_sw);
+        for (int l = 0; l < 32; l += 4) {
+          uint32_t got;
+          std::memcpy(&got, &s.sfb[SfbOffset(SfbCol(l, c0), kk)], 4);
+          ASSERT_EQ(got, want_b[l]);
+          ASSERT_EQ(got, want_sw[l]);
+        }
+      }
+    }
+  }
+}
+
+float Bf16(uint32_t bits16) { return Bf16ToF32(static_cast<uint16_t>(bits16 & 0xFFFF)); }
+
+// The emulation's permutation + dequantization, evaluated exactly (double), against the model.
+TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
+  uint32_t x = 9;
+  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  for (int trial = 0; trial < 50; ++trial) {
+    uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
+    float c[32][4] = {}, want[32][4];
+    for (int l = 0; l < 32; ++l) {
+      for (auto& w : a[l]) w = next();
+      for (auto& w : b[l]) w = next();
+      sfa[l] = next() & 0x3F3F3F3Fu;  // finite, incl. subnormal scales
+      sfb[l] = next() & 0x3F3F3F3Fu;
+    }
+    MmaM16N8K64BlockScaled(a, b, c, sfa, sfb, want);
+    // Dequantized bf16 operands of the four m16n8k16 MMAs, per lane, as the fragment path
+    // builds them: code * 2^-126 (bf16) times scale * 2^118.
+    double d[16][8] = {};
+    for (int s = 0; s < 4; ++s) {
+      double A[16][16] = {}, B[16][8] = {};
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int q = 0; q < 2; ++q) {
+          for (int r = 0; r < 2; ++r) {
+            const uint32_t enc = E2m1PairBf16Enc(a[l][EmuWordA(s, r)], EmuPair(s, q));
+            const uint32_t sw = sfa[4 * g + r];
+            const uint32_t f =
+                Ue4m3ToBf16Scaled((sw >> (8 * EmuScaleByte(t, s >> 1))) & 0xFF, kEmuScaleExp2);
+            for (int h = 0; h < 2; ++h)  // bf16 pair halves: k 2t+h (+8q) of row g + 8r
+              A[g + 8 * r][2 * t + h + 8 * q] =
+                  static_cast<double>(Bf16(enc >> (16 * h))) * Bf16(f);
+          }
+          const uint32_t encb = E2m1PairBf16Enc(b[l][EmuWordB(s)], EmuPair(s, q));
+          const uint32_t f = Ue4m3ToBf16Scaled((sfb[4 * g] >> (8 * EmuScaleByte(t, s >> 1))) & 0xFF,
+                                               kEmuScaleExp2);
+          for (int h = 0; h < 2; ++h)
+            B[2 * t + h + 8 * q][g] = static_cast<double>(Bf16(encb >> (16 * h))) * Bf16(f);
+        }
+      }
+      for (int m = 0; m < 16; ++m)
+        for (int n = 0; n < 8; ++n)
+          for (int k = 0; k < 16; ++k) d[m][n] += A[m][k] * B[k][n];
+    }
+    for (int l = 0; l < 32; ++l) {
+      for (int i = 0; i < 4; ++i) {
+        const int m = l / 4 + 8 * (i >> 1), n = 2 * (l % 4) + (i & 1);
+        ASSERT_EQ(static_cast<float>(d[m][n] * kEmuAccScale), want[l][i])
+            << trial << " " << m << " " << n;
+      }
+    }
+  }
+}
+
+TEST(FragmentMathTest, SplitEncodingMatchesReference) {
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    for (int p = 0; p < 4; ++p) {
+      const uint32_t w = (byte << (8 * p)) | (0xA5C3E1F7u & ~(0xFFu << (8 * p)));
+      ASSERT_EQ(E2m1PairBf16EncSplit(w & 0x0F0F0F0Fu, (w >> 4) & 0x0F0F0F0Fu, p),
+                E2m1PairBf16Enc(w, p))
+          << byte << " " << p;
+    }
+  }
+}
+
+TEST(FragmentMathTest, Ue4m3DecodeMatchesEmulator) {
+  for (uint32_t b = 0; b < 0x7F; ++b)
+    ASSERT_EQ(Ue4m3ToF32(b), E4M3ToF32(static_cast<uint8_t>(b))) << b;
+  ASSERT_TRUE(std::isnan(Ue4m3ToF32(0x7F)));
+}
+
+}  // namespace
+}  // namespace h3::kernels

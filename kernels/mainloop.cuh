@@ -1,0 +1,87 @@
+#ifndef H3_KERNELS_MAINLOOP_CUH_
+#define H3_KERNELS_MAINLOOP_CUH_
+
+// Consumer main loop body: one pipeline stage (kBK = 4 MMA k-steps) of a warp's 64 x 32 tile.
+// Fragments come straight from the 128B-swizzled stage by ldmatrix (a K-major 32-byte row slice
+// is exactly the MMA register), scales by one 32-bit LDS per fragment.
+
+#include <cstdint>
+
+#include "kernels/fragment_math.h"
+#include "kernels/mma_block_scaled.cuh"
+#include "kernels/ptx.cuh"
+
+namespace h3::kernels {
+
+template <class Cfg>
+struct WarpAcc {
+  float v[Cfg::kMFrags][Cfg::kNFrags][4];  // [m16 frag][n8 frag][C fragment]
+};
+
+// a_tile: [kBM][128 B] swizzled, b_tile: [kBN][128 B] swizzled, sfa_tile: [kBM][16 B],
+// sfb_tile: (kBK/64) x 512 B of the 128x4 layout. m_base/n_base: the warp tile's origin.
+template <class Cfg>
+__device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_t* b_tile,
+                                             const uint8_t* sfa_tile, const uint8_t* sfb_tile,
+                                             int m_base, int n_base, WarpAcc<Cfg>& acc) {
+  const int lane = threadIdx.x & 31;
+  const uint32_t a_addr = ptx::SmemAddr(a_tile), b_addr = ptx::SmemAddr(b_tile);
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+    uint32_t a[Cfg::kMFrags][4];  // 16 x 64 e2m1 per fragment
+    uint32_t b[Cfg::kNFrags][2];  // 64 x 8 e2m1 per fragment
+    uint32_t sfa[Cfg::kMFrags], sfb[Cfg::kNFrags];
+#pragma unroll
+    for (int i = 0; i < Cfg::kMFrags; ++i) {
+      const int m0 = m_base + 16 * i;
+      ptx::LdMatrixX4(a[i],
+                      a_addr + Swizzle128Offset(LdmatrixARow(lane, m0), LdmatrixAChunk(lane, kk)));
+      sfa[i] = *reinterpret_cast<const uint32_t*>(sfa_tile + SfaOffset(SfaRow(lane, m0), kk));
+    }
+#pragma unroll
+    for (int jp = 0; jp < Cfg::kNFrags / 2; ++jp) {
+      uint32_t r[4];
+      ptx::LdMatrixX4(r, b_addr + Swizzle128Offset(LdmatrixBRow(lane, n_base + 16 * jp),
+                                                   LdmatrixBChunk(lane, kk)));
+      b[2 * jp][0] = r[0];
+      b[2 * jp][1] = r[1];
+      b[2 * jp + 1][0] = r[2];
+      b[2 * jp + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int j = 0; j < Cfg::kNFrags; ++j) {
+      sfb[j] = *reinterpret_cast<const uint32_t*>(sfb_tile +
+                                                  SfbOffset(SfbCol(lane, n_base + 8 * j), kk));
+    }
+    if constexpr (kNativeBlockScaledMma) {
+#pragma unroll
+      for (int i = 0; i < Cfg::kMFrags; ++i) {
+#pragma unroll
+        for (int j = 0; j < Cfg::kNFrags; ++j) {
+          MmaBlockScaledNative(acc.v[i][j], a[i], b[j], sfa[i], sfb[j]);
+        }
+      }
+    } else {
+      // sm_90 validation: dequantize each fragment once per k-step (fragment_math.h), then
+      // 4 bf16 MMAs per block-scaled MMA. Accumulator scaled by 2^-16 (kEmuAccScale).
+      uint32_t bq[Cfg::kNFrags][4][2];
+#pragma unroll
+      for (int j = 0; j < Cfg::kNFrags; ++j) DequantBFragment(b[j], sfb[j], bq[j]);
+#pragma unroll
+      for (int i = 0; i < Cfg::kMFrags; ++i) {
+        uint32_t aq[4][4];
+        DequantAFragment(a[i], sfa[i], aq);
+        // s outer, j inner: consecutive MMAs write different accumulators (no dependency).
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+#pragma unroll
+          for (int j = 0; j < Cfg::kNFrags; ++j) MmaBf16(acc.v[i][j], aq[s], bq[j][s]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_MAINLOOP_CUH_

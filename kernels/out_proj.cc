@@ -1,0 +1,278 @@
+#include "kernels/out_proj.h"
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "kernels/out_proj_kernel.h"
+#include "kernels/sync_words.h"
+
+namespace h3 {
+namespace {
+
+absl::Status CudaError(cudaError_t e, const char* what) {
+  return absl::InternalError(absl::StrFormat("minimax_h3_nvfp4_out_proj: %s failed: %s (%s)", what,
+                                             cudaGetErrorName(e), cudaGetErrorString(e)));
+}
+
+struct DeviceKind {
+  kernels::KernelBuild build;
+  std::string name;
+};
+
+absl::StatusOr<DeviceKind> CurrentDeviceKind() {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  cudaDeviceProp prop;
+  e = cudaGetDeviceProperties(&prop, dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceProperties");
+  if (prop.major == 12 && prop.minor == 0) {
+    return DeviceKind{kernels::KernelBuild::kSm120Native, "sm_120a native"};
+  }
+  if (prop.major == 9 && prop.minor == 0) {
+    return DeviceKind{kernels::KernelBuild::kSm90Validation,
+                      "sm_90a validation (emulated block-scaled MMA)"};
+  }
+  return absl::UnimplementedError(absl::StrFormat(
+      "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.0 "
+      "(sm_120a native) and 9.0 (sm_90a validation)",
+      dev, prop.name, prop.major, prop.minor));
+}
+
+// Per-device synchronization words, allocated and zeroed once.
+absl::StatusOr<uint32_t*> SyncWords(cudaStream_t stream) {
+  static std::mutex mu;
+  static std::map<int, uint32_t*>* buffers = new std::map<int, uint32_t*>();
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = buffers->find(dev);
+  if (it != buffers->end()) return it->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  e = cudaStreamIsCapturing(stream, &capture);
+  if (e != cudaSuccess) return CudaError(e, "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) {
+    return absl::FailedPreconditionError(
+        "minimax_h3_nvfp4_out_proj: the first call on a device allocates its synchronization "
+        "buffer and cannot be captured; run it once eagerly before capturing");
+  }
+  uint32_t* p = nullptr;
+  const size_t bytes = kernels::kSyncWordCount * sizeof(uint32_t);
+  e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess) return CudaError(e, "cudaMalloc(sync words)");
+  e = cudaMemset(p, 0, bytes);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    cudaFree(p);
+    return CudaError(e, "cudaMemset(sync words)");
+  }
+  (*buffers)[dev] = p;
+  return p;
+}
+
+struct Range {
+  const char* name;
+  uintptr_t begin;
+  uintptr_t end;  // exclusive
+};
+bool Overlap(const Range& a, const Range& b) {
+  return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end;
+}
+
+absl::Status CheckPtr(const char* name, const void* p, uintptr_t align) {
+  if (p == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be a device pointer, got null", name));
+  }
+  if (reinterpret_cast<uintptr_t>(p) % align != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be %d-byte aligned, got address %p",
+                        name, static_cast<int>(align), p));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateArgs(const OutProjArgs& a) {
+  auto bad = [](const char* what, const std::string& want, int64_t got) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be %s, got %d", what, want, got));
+  };
+  if (a.m < 0) return bad("m", ">= 0", a.m);
+  if (a.n <= 0 || a.n % kOutProjNMultiple != 0) return bad("n", "a positive multiple of 128", a.n);
+  if (a.k <= 0 || a.k % kOutProjKMultiple != 0) return bad("k", "a positive multiple of 256", a.k);
+  if (a.g < 1) return bad("g", ">= 1", a.g);
+  if (a.n > (int64_t{1} << 30)) return bad("n", "<= 2^30", a.n);
+  if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
+  if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
+  if ((a.m + 127) / 128 > kernels::kSyncMaxMTiles) {
+    return bad("m", absl::StrFormat("<= %d", kernels::kSyncMaxMTiles * 128), a.m);
+  }
+  if (a.m == 0) return absl::OkStatus();
+  // Alignment: 16 bytes where TMA / bulk copies / 16-byte vector loads read, 4 bytes where
+  // the epilogue moves bf16 pairs.
+  absl::Status s;
+  if (!(s = CheckPtr("attn_out", a.attn_out, 16)).ok()) return s;
+  if (!(s = CheckPtr("o_weight_q", a.o_weight_q, 16)).ok()) return s;
+  if (!(s = CheckPtr("o_weight_sf", a.o_weight_sf, 16)).ok()) return s;
+  if (!(s = CheckPtr("act_global_scale", a.act_global_scale, 4)).ok()) return s;
+  if (!(s = CheckPtr("gate", a.gate, 4)).ok()) return s;
+  if (!(s = CheckPtr("gate_index", a.gate_index, 4)).ok()) return s;
+  if (!(s = CheckPtr("residual", a.residual, 4)).ok()) return s;
+  if (!(s = CheckPtr("out", a.out, 4)).ok()) return s;
+  if (a.o_weight_global_scale_dev != nullptr &&
+      !(s = CheckPtr("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4)).ok()) {
+    return s;
+  }
+  if ((a.act_q == nullptr) != (a.act_sf == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "minimax_h3_nvfp4_out_proj: act_q and act_sf must both be given or both be null, got "
+        "act_q=%p act_sf=%p",
+        static_cast<const void*>(a.act_q), static_cast<const void*>(a.act_sf)));
+  }
+  if (a.act_q != nullptr) {
+    if (!(s = CheckPtr("act_q", a.act_q, 16)).ok()) return s;
+    if (!(s = CheckPtr("act_sf", a.act_sf, 16)).ok()) return s;
+  }
+  // Overlaps: out may be exactly residual; act_q/act_sf/out must not overlap anything else.
+  auto r = [](const char* name, const void* p, int64_t bytes) {
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p);
+    return Range{name, b, p == nullptr ? b : b + static_cast<uintptr_t>(bytes)};
+  };
+  const int64_t sf_bytes = ((a.n + 127) / 128 * 128) * ((a.k / 16 + 3) / 4 * 4);
+  const std::vector<Range> inputs = {
+      r("attn_out", a.attn_out, a.m * a.k * 2),
+      r("o_weight_q", a.o_weight_q, a.n * a.k / 2),
+      r("o_weight_sf", a.o_weight_sf, sf_bytes),
+      r("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4),
+      r("act_global_scale", a.act_global_scale, 4),
+      r("gate", a.gate, a.g * a.n * 2),
+      r("gate_index", a.gate_index, a.m * 4),
+      r("residual", a.residual, a.m * a.n * 2),
+  };
+  const std::vector<Range> outputs = {
+      r("out", a.out, a.m * a.n * 2),
+      r("act_q", a.act_q, a.m * a.k / 2),
+      r("act_sf", a.act_sf, a.m * a.k / 16),
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      if (Overlap(outputs[i], outputs[j])) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "minimax_h3_nvfp4_out_proj: %s must not overlap %s, got [%#x, %#x) and [%#x, %#x)",
+            outputs[i].name, outputs[j].name, outputs[i].begin, outputs[i].end, outputs[j].begin,
+            outputs[j].end));
+      }
+    }
+    for (const Range& in : inputs) {
+      if (i == 0 && a.out == a.residual && std::string(in.name) == "residual") continue;
+      if (Overlap(outputs[i], in)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "minimax_h3_nvfp4_out_proj: %s must not overlap %s%s, got [%#x, %#x) and [%#x, %#x)",
+            outputs[i].name, in.name,
+            i == 0 && std::string(in.name) == "residual" ? " (only out == residual exactly)" : "",
+            outputs[i].begin, outputs[i].end, in.begin, in.end));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckScale(const char* name, float v) {
+  if (!std::isfinite(v) || !(v > 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be finite and > 0, got %g", name, v));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> OutProjBackendName() {
+  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind();
+  if (!kind.ok()) return kind.status();
+  return kind->name;
+}
+
+absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
+  if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
+  if (args.m == 0) return absl::OkStatus();
+  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind();
+  if (!kind.ok()) return kind.status();
+  absl::StatusOr<uint32_t*> sync = SyncWords(stream);
+  if (!sync.ok()) return sync.status();
+
+  if (mode == CheckMode::kChecked) {
+    float act_gs = 0.f, w_gs = args.o_weight_global_scale;
+    cudaError_t e = cudaMemcpyAsync(&act_gs, args.act_global_scale, sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess && args.o_weight_global_scale_dev != nullptr) {
+      e = cudaMemcpyAsync(&w_gs, args.o_weight_global_scale_dev, sizeof(float),
+                          cudaMemcpyDeviceToHost, stream);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return CudaError(e, "reading the global scales (kChecked)");
+    if (absl::Status s = CheckScale("act_global_scale", act_gs); !s.ok()) return s;
+    if (absl::Status s =
+            CheckScale(args.o_weight_global_scale_dev != nullptr ? "o_weight_global_scale_dev"
+                                                                 : "o_weight_global_scale",
+                       w_gs);
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  kernels::OutProjLaunch l;
+  l.m = args.m;
+  l.n = static_cast<int>(args.n);
+  l.k = static_cast<int>(args.k);
+  l.g = static_cast<int>(args.g);
+  l.attn_out = args.attn_out;
+  l.w_q = args.o_weight_q;
+  l.w_sf = args.o_weight_sf;
+  l.w_gs = args.o_weight_global_scale;
+  l.w_gs_dev = args.o_weight_global_scale_dev;
+  l.act_gs = args.act_global_scale;
+  l.gate = args.gate;
+  l.gate_index = args.gate_index;
+  l.residual = args.residual;
+  l.out = args.out;
+  l.act_q = args.act_q;
+  l.act_sf = args.act_sf;
+  l.sync = *sync;
+
+  // Without caller workspaces: stream-ordered allocation keeps the call graph-capturable.
+  void* ws = nullptr;
+  if (l.act_q == nullptr) {
+    const size_t q_bytes = static_cast<size_t>(args.m) * (args.k / 2);
+    const size_t sf_bytes = static_cast<size_t>(args.m) * (args.k / 16);
+    const size_t q_padded = (q_bytes + 255) / 256 * 256;
+    cudaError_t e = cudaMallocAsync(&ws, q_padded + sf_bytes, stream);
+    if (e != cudaSuccess) return CudaError(e, "cudaMallocAsync(act_q/act_sf workspace)");
+    l.act_q = static_cast<uint8_t*>(ws);
+    l.act_sf = static_cast<uint8_t*>(ws) + q_padded;
+  }
+  const char* what = "";
+  cudaError_t e = kernels::LaunchOutProj(l, kind->build, stream, &what);
+  if (ws != nullptr) {
+    const cudaError_t f = cudaFreeAsync(ws, stream);
+    if (e == cudaSuccess && f != cudaSuccess) {
+      e = f;
+      what = "cudaFreeAsync(workspace)";
+    }
+  }
+  if (e != cudaSuccess) return CudaError(e, what);
+  if (mode == CheckMode::kChecked) {
+    e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return CudaError(e, "kernel execution (kChecked)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace h3

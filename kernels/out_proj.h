@@ -1,0 +1,64 @@
+#ifndef H3_KERNELS_OUT_PROJ_H_
+#define H3_KERNELS_OUT_PROJ_H_
+
+// minimax_h3_nvfp4_out_proj on the GPU (contract: shared/spec/contract.md). One launch of a
+// persistent kernel: NVFP4 quantization of attn_out overlapped with the block-scaled GEMM and the
+// fused gated-residual epilogue.
+//
+// sm_120 (RTX 5090 / RTX PRO 6000) runs the native build (mma.sync kind::mxf4nvf4); sm_90
+// (H100/H200) runs the validation build of the same kernel source with the block-scaled MMA and
+// the e2m1 conversion emulated exactly. Other devices: Unimplemented.
+//
+// Concurrency: the kernel synchronizes its CTAs through a small per-device buffer (allocated on
+// the first call on a device, returned to zero by every launch). Calls on one device must not
+// run concurrently (on different streams) with each other; calls on one stream, back-to-back
+// launches and CUDA-graph replays are fine. The first call on a device must not happen while
+// its stream is being captured (it allocates); any later call may be captured.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "emulator/shape.h"
+
+namespace h3 {
+
+struct OutProjArgs {
+  int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
+  const uint16_t* attn_out = nullptr;    // device, bf16 [m, k]
+  const uint8_t* o_weight_q = nullptr;   // device [n, k/2]
+  const uint8_t* o_weight_sf = nullptr;  // device, 128x4 swizzled
+  float o_weight_global_scale = 0.f;     // used when o_weight_global_scale_dev == nullptr
+  const float* o_weight_global_scale_dev = nullptr;
+  const float* act_global_scale = nullptr;  // device [1]
+  const uint16_t* gate = nullptr;           // device bf16 [g, n]
+  const int32_t* gate_index = nullptr;      // device [m]
+  const uint16_t* residual = nullptr;       // device bf16 [m, n]; may equal out
+  uint16_t* out = nullptr;                  // device bf16 [m, n]
+  uint8_t* act_q = nullptr;                 // optional device workspace [m, k/2]
+  uint8_t* act_sf = nullptr;                // optional device workspace [m, k/16] linear
+};
+
+// kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,
+// and synchronizes again after the launch to report execution errors.
+enum class CheckMode { kAsync, kChecked };
+
+// Supported shapes: m >= 0 (0 is a no-op), n a positive multiple of 128, k a positive multiple
+// of 256, g >= 1. Errors name the argument, the expected and the given value; on error nothing
+// is written.
+absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
+                                   CheckMode mode = CheckMode::kAsync);
+
+// Which build runs on the current device ("sm_120a native" / "sm_90a validation (emulated
+// block-scaled MMA)"), or an error naming an unsupported device.
+absl::StatusOr<std::string> OutProjBackendName();
+
+inline constexpr int64_t kOutProjNMultiple = 128;
+inline constexpr int64_t kOutProjKMultiple = 256;
+
+}  // namespace h3
+
+#endif  // H3_KERNELS_OUT_PROJ_H_

@@ -1,0 +1,42 @@
+#ifndef H3_KERNELS_OUT_PROJ_KERNEL_H_
+#define H3_KERNELS_OUT_PROJ_KERNEL_H_
+
+// The launcher of the fused kernel (no abseil: compiled by nvcc). Arguments are assumed
+// validated by kernels/out_proj.cc.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace h3::kernels {
+
+struct OutProjLaunch {
+  int64_t m = 0;
+  int n = 0, k = 0, g = 0;
+  const uint16_t* attn_out = nullptr;
+  const uint8_t* w_q = nullptr;
+  const uint8_t* w_sf = nullptr;
+  float w_gs = 0.f;
+  const float* w_gs_dev = nullptr;
+  const float* act_gs = nullptr;
+  const uint16_t* gate = nullptr;
+  const int32_t* gate_index = nullptr;
+  const uint16_t* residual = nullptr;
+  uint16_t* out = nullptr;
+  uint8_t* act_q = nullptr;  // required here (the host API allocates one when absent)
+  uint8_t* act_sf = nullptr;
+  uint32_t* sync = nullptr;  // kSyncWords zeroed words, returned to zero by the kernel
+};
+
+enum class KernelBuild { kSm120Native, kSm90Validation };
+
+// Launches on `stream`. On failure returns the CUDA error and sets *what to the step that failed.
+cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
+                          const char** what);
+
+// Launch geometry (for benchmarks/notes): grid size used for this problem.
+cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid);
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_OUT_PROJ_KERNEL_H_

@@ -1,0 +1,110 @@
+#ifndef H3_KERNELS_PTX_CUH_
+#define H3_KERNELS_PTX_CUH_
+
+// Thin inline-PTX wrappers. Each cites the PTX ISA fact it relies on (PTX ISA 8.7+, CUDA 13).
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace h3::kernels::ptx {
+
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier (PTX "Parallel Synchronization and Communication Instructions: mbarrier"). ----
+// init sets the expected arrival count; the phase starts at 0.
+__device__ __forceinline__ void MbarInit(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddr(bar)), "r"(count)
+               : "memory");
+}
+// Makes the initialized barriers visible to the async proxy (TMA completes on them).
+__device__ __forceinline__ void FenceBarrierInit() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// arrive + expect_tx: one arrival, and the phase also waits for `bytes` of async transactions.
+__device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+// Plain arrival (release semantics at CTA scope by default).
+__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(SmemAddr(bar)) : "memory");
+}
+// try_wait.parity returns true once the phase with the given parity has completed (acquire
+// semantics at CTA scope by default); a fresh barrier counts as having completed parity 1.
+__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = SmemAddr(bar);
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- Bulk copies (PTX "cp.async.bulk", "cp.async.bulk.tensor"). ----
+// 2-D tiled tensor copy global -> shared, completion counted in bytes on the mbarrier. The
+// shared::cluster destination with a CTA-local address is the single-CTA form (cluster size 1).
+__device__ __forceinline__ void TmaLoad2D(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                          int32_t c0, int32_t c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];" ::"r"(SmemAddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+// 1-D bulk copy: size and both addresses multiples of 16 bytes.
+__device__ __forceinline__ void BulkLoad(void* dst, const void* src, uint32_t bytes,
+                                         uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(SmemAddr(dst)),
+      "l"(src), "r"(bytes), "r"(SmemAddr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void PrefetchTensorMap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// ---- Memory ordering across CTAs (PTX memory consistency model). ----
+__device__ __forceinline__ uint32_t LdAcquireGpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void RedReleaseGpuAdd(uint32_t* p, uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t AtomicAddAcqRelGpu(uint32_t* p, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(p), "r"(v)
+               : "memory");
+  return old;
+}
+// Orders generic-proxy global accesses with later async-proxy (TMA) accesses: generic stores
+// of act_q/act_sf must be visible to cp.async.bulk.tensor reads (PTX "Proxies" / membar.proxy).
+__device__ __forceinline__ void FenceProxyAsyncGlobal() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+// ---- Fragments. ----
+// ldmatrix.x4.m8n8.b16: lane l gives the row address of matrix l/8; thread t of the result
+// holds, for matrix q, 32-bit word t%4 of row t/4 in register q.
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+}  // namespace h3::kernels::ptx
+
+#endif  // H3_KERNELS_PTX_CUH_

@@ -1,0 +1,65 @@
+#include "kernels/mma_block_scaled.cuh"
+#include "kernels/quantize.cuh"
+#include "kernels/unit_kernels.h"
+
+namespace h3::kernels {
+namespace {
+
+__global__ void OneMmaKernel(const uint32_t* a, const uint32_t* b, const float* c,
+                             const uint32_t* sfa, const uint32_t* sfb, float* d_inst, float* d_emu,
+                             float* d_frag) {
+  const int l = threadIdx.x;
+  const uint32_t ar[4] = {a[4 * l], a[4 * l + 1], a[4 * l + 2], a[4 * l + 3]};
+  const uint32_t br[2] = {b[2 * l], b[2 * l + 1]};
+  float acc[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
+  MmaBlockScaled(acc, ar, br, sfa[l], sfb[l]);
+  float emu[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
+  MmaBlockScaledEmulated(emu, ar, br, sfa[l], sfb[l]);
+  float frag[4];
+  for (int i = 0; i < 4; ++i) frag[i] = __fmul_rn(c[4 * l + i], 1.0f / kEmuAccScale);
+  uint32_t aq[4][4], bq[4][2];
+  DequantAFragment(ar, sfa[l], aq);
+  DequantBFragment(br, sfb[l], bq);
+  for (int s = 0; s < 4; ++s) MmaBf16(frag, aq[s], bq[s]);
+  for (int i = 0; i < 4; ++i) {
+    d_inst[4 * l + i] = acc[i];
+    d_emu[4 * l + i] = emu[i];
+    d_frag[4 * l + i] = __fmul_rn(frag[i], kEmuAccScale);
+  }
+}
+
+__global__ void QuantizeBlocksKernel(const uint16_t* x, int64_t blocks, float gs, uint8_t* codes,
+                                     uint8_t* sf) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= blocks) return;
+  const QuantParams qp = MakeQuantParams(gs);
+  QuantizeBlockFromGlobal(x + 16 * i, qp, codes + 8 * i, sf + i);
+}
+
+__global__ void E2m1Kernel(const float* v, int64_t count, uint8_t* codes) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  codes[i] = static_cast<uint8_t>(F32x2ToE2m1Byte(v[i], v[count - 1 - i]) & 0xFu);
+}
+
+}  // namespace
+
+cudaError_t RunOneMma(const uint32_t* a, const uint32_t* b, const float* c, const uint32_t* sfa,
+                      const uint32_t* sfb, float* d_inst, float* d_emu, float* d_frag) {
+  OneMmaKernel<<<1, 32>>>(a, b, c, sfa, sfb, d_inst, d_emu, d_frag);
+  return cudaGetLastError();
+}
+
+cudaError_t RunQuantizeBlocks(const uint16_t* x, int64_t blocks, float gs, uint8_t* codes,
+                              uint8_t* sf) {
+  QuantizeBlocksKernel<<<static_cast<unsigned>((blocks + 127) / 128), 128>>>(x, blocks, gs, codes,
+                                                                             sf);
+  return cudaGetLastError();
+}
+
+cudaError_t RunE2m1(const float* v, int64_t count, uint8_t* codes) {
+  E2m1Kernel<<<static_cast<unsigned>((count + 255) / 256), 256>>>(v, count, codes);
+  return cudaGetLastError();
+}
+
+}  // namespace h3::kernels
