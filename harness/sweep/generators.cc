@@ -286,6 +286,22 @@ float ActGlobalScaleFor(DataKind kind) {
   return 1.f;
 }
 
+OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
+  OpInputs in;
+  in.shape = p.shape;
+  in.attn_out = p.attn_out;
+  in.o_weight_q = p.weight->q;
+  in.o_weight_sf = p.weight->sf;
+  in.o_weight_global_scale = p.weight->global_scale;
+  in.act_global_scale = p.act_global_scale;
+  in.gate = p.gate;
+  in.gate_index = p.gate_index;
+  in.residual = residual;
+  return in;
+}
+
+OpInputs InputsOf(const Problem& p) { return InputsOf(p, p.residual); }
+
 absl::StatusOr<Problem> GenerateProblem(const CaseSpec& spec, uint64_t seed,
                                         absl::Span<const int64_t> rows, WeightCache& weights,
                                         int threads) {

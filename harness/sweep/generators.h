@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "emulator/op.h"
 #include "emulator/shape.h"
 #include "emulator/weight.h"
 #include "harness/sweep/cases.h"
@@ -63,6 +64,11 @@ struct Problem {
   float act_global_scale = 1.f;
   std::shared_ptr<const QuantizedWeight> weight;
 };
+
+// The emulator's view of a problem; `residual` defaults to the problem's own (the runner passes
+// the device result's buffer for the in-place case).
+OpInputs InputsOf(const Problem& p);
+OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual);
 
 // Generates rows `rows` (ascending, each in [0, spec.shape.m)) of the case's inputs; uses up to
 // `threads` threads.

@@ -86,20 +86,6 @@ absl::StatusOr<Golden> LoadGolden(const std::string& dir) {
   return g;
 }
 
-OpInputs InputsOf(const Problem& p) {
-  OpInputs in;
-  in.shape = p.shape;
-  in.attn_out = p.attn_out;
-  in.o_weight_q = p.weight->q;
-  in.o_weight_sf = p.weight->sf;
-  in.o_weight_global_scale = p.weight->global_scale;
-  in.act_global_scale = p.act_global_scale;
-  in.gate = p.gate;
-  in.gate_index = p.gate_index;
-  in.residual = p.residual;
-  return in;
-}
-
 void Fold(const CompareReport& rep, absl::string_view label, CaseResult& r, bool& pass) {
   r.checked += rep.checked;
   r.mismatches += rep.mismatches;

@@ -69,20 +69,6 @@ std::string FirstByteMismatch(absl::string_view what, absl::Span<const uint8_t> 
 
 namespace {
 
-OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
-  OpInputs in;
-  in.shape = p.shape;
-  in.attn_out = p.attn_out;
-  in.o_weight_q = p.weight->q;
-  in.o_weight_sf = p.weight->sf;
-  in.o_weight_global_scale = p.weight->global_scale;
-  in.act_global_scale = p.act_global_scale;
-  in.gate = p.gate;
-  in.gate_index = p.gate_index;
-  in.residual = residual;
-  return in;
-}
-
 struct EmulatorRun {
   std::vector<uint16_t> out;
   std::vector<uint8_t> act_q, act_sf;

@@ -32,20 +32,6 @@ CaseSpec Spec(OpShape shape, int64_t m, DataKind data, GatePattern gate) {
   return c;
 }
 
-OpInputs InputsOf(const Problem& p) {
-  OpInputs in;
-  in.shape = p.shape;
-  in.attn_out = p.attn_out;
-  in.o_weight_q = p.weight->q;
-  in.o_weight_sf = p.weight->sf;
-  in.o_weight_global_scale = p.weight->global_scale;
-  in.act_global_scale = p.act_global_scale;
-  in.gate = p.gate;
-  in.gate_index = p.gate_index;
-  in.residual = p.residual;
-  return in;
-}
-
 // The exact-data generator: every block scale is a power of two and every code reproduces its
 // element, so the dequantized activations equal the bf16 data bit for bit.
 TEST(Generators, ExactDataQuantizesExactly) {
