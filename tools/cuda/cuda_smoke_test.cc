@@ -1,10 +1,10 @@
 // End-to-end proof of the CUDA chain: nvcc object -> cc_test -> runs on a GPU (skips without).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <cuda_runtime.h>
-#include <gtest/gtest.h>
 
 #include "tools/cuda/gpu_test.h"
 #include "tools/cuda/smoke_kernel.h"
@@ -23,8 +23,8 @@ TEST(CudaSmokeTest, KernelRunsAndComputes) {
   cudaDeviceProp prop{};
   ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   // Table: input -> expected 2x+1, all exact in bf16.
-  const std::vector<std::pair<float, float>> cases = {
-      {0.f, 1.f}, {1.f, 3.f}, {-2.f, -3.f}, {0.5f, 2.f}, {100.f, 201.f}, {-0.5f, 0.f}};
+  const std::vector<std::pair<float, float>> cases = {{0.f, 1.f},  {1.f, 3.f},     {-2.f, -3.f},
+                                                      {0.5f, 2.f}, {100.f, 201.f}, {-0.5f, 0.f}};
   const int64_t n = static_cast<int64_t>(cases.size());
   std::vector<uint16_t> x(n), want(n), got(n, 0x7FC0);
   for (int64_t i = 0; i < n; ++i) {

@@ -5,10 +5,10 @@
 // reported as skipped with the reason, so `bazel test //...` passes there; where a device is
 // present it runs for real. `--config=gpu` selects just these tests (tag "gpu").
 
-#include <string>
-
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace h3::testing {
 

@@ -19,8 +19,7 @@ __global__ void MmaSm120Smoke(const uint32_t* a, const uint32_t* b, const uint32
       "%10, {%12, %12}, %11, {%12, %12};\n"
       : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
       : "r"(a[lane * 4 + 0]), "r"(a[lane * 4 + 1]), "r"(a[lane * 4 + 2]), "r"(a[lane * 4 + 3]),
-        "r"(b[lane * 2 + 0]), "r"(b[lane * 2 + 1]), "r"(sfa[lane]), "r"(sfb[lane]),
-        "h"(selector));
+        "r"(b[lane * 2 + 0]), "r"(b[lane * 2 + 1]), "r"(sfa[lane]), "r"(sfb[lane]), "h"(selector));
   for (int i = 0; i < 4; ++i) d[lane * 4 + i] = acc[i];
 #endif
 }

@@ -1,6 +1,6 @@
-#include "tools/cuda/smoke_kernel.h"
-
 #include <cuda_bf16.h>
+
+#include "tools/cuda/smoke_kernel.h"
 
 namespace h3::smoke {
 namespace {
@@ -22,7 +22,7 @@ cudaError_t LaunchAxpb(const uint16_t* x, uint16_t* out, int64_t n, int* arch,
                        cudaStream_t stream) {
   const int threads = 256;
   const int64_t blocks = (n + threads - 1) / threads;
-  Axpb<<<blocks > 0 ? blocks : 1, threads, 0, stream>>>(x, out, n, arch);
+  Axpb < < <blocks> 0 ? blocks : 1, threads, 0, stream >>> (x, out, n, arch);
   return cudaGetLastError();
 }
 

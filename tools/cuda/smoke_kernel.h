@@ -1,9 +1,9 @@
 #ifndef H3_TOOLS_CUDA_SMOKE_KERNEL_H_
 #define H3_TOOLS_CUDA_SMOKE_KERNEL_H_
 
-#include <cstdint>
-
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 namespace h3::smoke {
 
