@@ -21,8 +21,8 @@ __global__ void Axpb(const uint16_t* x, uint16_t* out, int64_t n, int* arch) {
 cudaError_t LaunchAxpb(const uint16_t* x, uint16_t* out, int64_t n, int* arch,
                        cudaStream_t stream) {
   const int threads = 256;
-  const int64_t blocks = (n + threads - 1) / threads;
-  Axpb < < <blocks> 0 ? blocks : 1, threads, 0, stream >>> (x, out, n, arch);
+  const int64_t blocks = n > 0 ? (n + threads - 1) / threads : 1;
+  Axpb<<<blocks, threads, 0, stream>>>(x, out, n, arch);
   return cudaGetLastError();
 }
 
