@@ -1,5 +1,7 @@
 #include "kernels/out_proj.h"
 
+#include <cuda.h>
+
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -26,37 +28,79 @@ struct DeviceKind {
 };
 
 absl::StatusOr<DeviceKind> CurrentDeviceKind() {
-  int dev = 0;
+  int dev = 0, major = 0, minor = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
-  cudaDeviceProp prop;
-  e = cudaGetDeviceProperties(&prop, dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceProperties");
-  if (prop.major == 12 && prop.minor == 0) {
+  // Two attribute queries instead of cudaGetDeviceProperties, which is slow on every call.
+  e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
+  if (major == 12 && minor == 0) {
     return DeviceKind{kernels::KernelBuild::kSm120Native, "sm_120a native"};
   }
-  if (prop.major == 9 && prop.minor == 0) {
+  if (major == 9 && minor == 0) {
     return DeviceKind{kernels::KernelBuild::kSm90Validation,
                       "sm_90a validation (emulated block-scaled MMA)"};
   }
+  cudaDeviceProp prop;
+  e = cudaGetDeviceProperties(&prop, dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceProperties");
   return absl::UnimplementedError(absl::StrFormat(
       "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.0 "
       "(sm_120a native) and 9.0 (sm_90a validation)",
-      dev, prop.name, prop.major, prop.minor));
+      dev, prop.name, major, minor));
 }
 
-// Per-device synchronization words, allocated and zeroed once.
+// The current CUDA context's process-unique id (driver cuCtxGetId, CUDA 12.0+). The sync buffer
+// is kept per context, not per device number: after cudaDeviceReset the device gets a new
+// context, and the old buffer (freed by the reset) must never be handed to a kernel again.
+absl::StatusOr<unsigned long long> CurrentContextId() {
+  using GetCurrentFn = CUresult (*)(CUcontext*);
+  using GetIdFn = CUresult (*)(CUcontext, unsigned long long*);
+  static GetCurrentFn get_current = nullptr;
+  static GetIdFn get_id = nullptr;
+  static cudaError_t status = cudaSuccess;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    status = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &f, 12000, cudaEnableDefault, &q);
+    if (status == cudaSuccess && q != cudaDriverEntryPointSuccess) status = cudaErrorNotSupported;
+    get_current = reinterpret_cast<GetCurrentFn>(f);
+    if (status == cudaSuccess) {
+      status = cudaGetDriverEntryPointByVersion("cuCtxGetId", &f, 12000, cudaEnableDefault, &q);
+      if (status == cudaSuccess && q != cudaDriverEntryPointSuccess) status = cudaErrorNotSupported;
+      get_id = reinterpret_cast<GetIdFn>(f);
+    }
+  });
+  if (status != cudaSuccess) return CudaError(status, "cudaGetDriverEntryPointByVersion(cuCtx*)");
+  CUcontext ctx = nullptr;
+  if (get_current(&ctx) == CUDA_SUCCESS && ctx == nullptr) {
+    // No context yet: cudaFree(nullptr) makes the runtime's primary context current. Only then:
+    // cudaFree is not allowed while a stream is being captured (and a capture implies a context).
+    const cudaError_t e = cudaFree(nullptr);
+    if (e != cudaSuccess) return CudaError(e, "cudaFree(nullptr) (context initialization)");
+    get_current(&ctx);
+  }
+  unsigned long long id = 0;
+  if (ctx == nullptr || get_id(ctx, &id) != CUDA_SUCCESS) {
+    return absl::InternalError("minimax_h3_nvfp4_out_proj: cannot identify the current context");
+  }
+  return id;
+}
+
+// Per-context synchronization words, allocated and zeroed once.
 absl::StatusOr<uint32_t*> SyncWords(cudaStream_t stream) {
   static std::mutex mu;
-  static std::map<int, uint32_t*>* buffers = new std::map<int, uint32_t*>();
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  static std::map<unsigned long long, uint32_t*>* buffers =
+      new std::map<unsigned long long, uint32_t*>();
+  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
+  if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  auto it = buffers->find(dev);
+  auto it = buffers->find(*ctx);
   if (it != buffers->end()) return it->second;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  e = cudaStreamIsCapturing(stream, &capture);
+  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
   if (e != cudaSuccess) return CudaError(e, "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) {
     return absl::FailedPreconditionError(
@@ -73,7 +117,7 @@ absl::StatusOr<uint32_t*> SyncWords(cudaStream_t stream) {
     cudaFree(p);
     return CudaError(e, "cudaMemset(sync words)");
   }
-  (*buffers)[dev] = p;
+  (*buffers)[*ctx] = p;
   return p;
 }
 
@@ -111,7 +155,7 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.n > (int64_t{1} << 30)) return bad("n", "<= 2^30", a.n);
   if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
   if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
-  if ((a.m + 127) / 128 > kernels::kSyncMaxMTiles) {
+  if (a.m > int64_t{kernels::kSyncMaxMTiles} * 128) {  // (m + 127) / 128 could overflow
     return bad("m", absl::StrFormat("<= %d", kernels::kSyncMaxMTiles * 128), a.m);
   }
   if (a.m == 0) return absl::OkStatus();
@@ -209,6 +253,17 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (!sync.ok()) return sync.status();
 
   if (mode == CheckMode::kChecked) {
+    // Checked mode reads the scales back and synchronizes: illegal inside a capture, where it
+    // would also invalidate the caller's whole graph. Refuse before touching the stream.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
+      return CudaError(e, "cudaStreamIsCapturing");
+    }
+    if (capture != cudaStreamCaptureStatusNone) {
+      return absl::FailedPreconditionError(
+          "minimax_h3_nvfp4_out_proj: CheckMode::kChecked synchronizes and cannot be captured; "
+          "capture with CheckMode::kAsync");
+    }
     float act_gs = 0.f, w_gs = args.o_weight_global_scale;
     cudaError_t e = cudaMemcpyAsync(&act_gs, args.act_global_scale, sizeof(float),
                                     cudaMemcpyDeviceToHost, stream);

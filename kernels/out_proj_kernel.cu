@@ -330,9 +330,14 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   p.act_q = l.act_q;
   p.act_sf = l.act_sf;
   p.sync = l.sync;
-  OutProjKernel<Cfg>
-      <<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(tmap_aq, tmap_asf, tmap_wq, p);
-  e = cudaGetLastError();
+  // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
+  // report (and clear) an unrelated earlier error of the caller's.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(Cfg::kThreads);
+  config.dynamicSmemBytes = Cfg::kSmemBytes;
+  config.stream = stream;
+  e = cudaLaunchKernelEx(&config, OutProjKernel<Cfg>, tmap_aq, tmap_asf, tmap_wq, p);
   if (e != cudaSuccess) *what = "kernel launch";
   return e;
 }

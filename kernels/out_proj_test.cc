@@ -147,18 +147,23 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(OutProjTest, SpecialActivations) {
   H3_SKIP_WITHOUT_GPU();
   Problem p = MakeProblem(130, 256, 512, 9, Data::kEntropy, 77);
-  const uint16_t kSpecials[] = {0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x0001,
-                                0x8003, 0x007F, 0x0000, 0x8000};
+  // 0x7F81 / 0xFF81 are signalling NaNs: the block max must skip them too (contract 3.1).
+  const uint16_t kSpecials[] = {0x7FC0, 0xFFC1, 0x7F81, 0xFF81, 0x7F80, 0xFF80,
+                                0x0001, 0x8003, 0x007F, 0x0000, 0x8000};
+  constexpr int kNumSpecials = sizeof(kSpecials) / sizeof(kSpecials[0]);
   for (int64_t r = 0; r < 130; ++r) {
-    for (int i = 0; i < 4; ++i) p.attn[r * 512 + (r * 37 + i * 101) % 512] = kSpecials[(r + i) % 9];
+    for (int i = 0; i < 4; ++i) {
+      p.attn[r * 512 + (r * 37 + i * 101) % 512] = kSpecials[(r + i) % kNumSpecials];
+    }
   }
-  // Whole blocks: all NaN, all zero, all -0, all subnormal, all Inf.
+  // Whole blocks: all NaN, all zero, all -0, all subnormal, all Inf, sNaN but one.
   for (int i = 0; i < 16; ++i) {
     p.attn[0 * 512 + 32 + i] = 0x7FC0;
     p.attn[1 * 512 + 64 + i] = 0x0000;
     p.attn[2 * 512 + 64 + i] = 0x8000;
     p.attn[3 * 512 + 16 + i] = static_cast<uint16_t>(0x0001 + i);
     p.attn[4 * 512 + 48 + i] = (i & 1) ? 0xFF80 : 0x7F80;
+    p.attn[5 * 512 + 80 + i] = i == 7 ? 0x3F80 : 0x7F81;  // 15 sNaN + 1.0: amax = 1
   }
   DeviceProblem d(p);
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked).ok());
@@ -268,6 +273,8 @@ TEST(OutProjTest, ErrorPaths) {
   const std::vector<ErrCase> cases = {
       {"m<0", [](OutProjArgs& a) { a.m = -1; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "m must"},
+      {"m near INT64_MAX", [](OutProjArgs& a) { a.m = INT64_MAX - 5; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "m must be <="},
       {"n", [](OutProjArgs& a) { a.n = 200; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "n must"},
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
@@ -342,10 +349,52 @@ TEST(OutProjTest, ErrorPaths) {
     EXPECT_EQ(s.code(), c.code) << c.name << ": " << s;
     EXPECT_NE(std::string(s.message()).find(c.mentions), std::string::npos) << c.name << ": " << s;
   }
+  // kChecked synchronizes, so it refuses a capturing stream (and leaves the capture usable).
+  {
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    const absl::Status st = MinimaxH3Nvfp4OutProj(good, s, CheckMode::kChecked);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess) << "the capture was invalidated";
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
   cudaDeviceSynchronize();
   for (uint16_t v : ToHost(d.out, 64 * 256)) ASSERT_EQ(v, 0x7FC1) << "something was written";
   for (uint8_t v : ToHost(d.act_q, 64 * 256)) ASSERT_EQ(v, 0xFF) << "something was written";
   cudaFree(bad_scale);
+}
+
+// An unrelated, earlier error of the caller's (here a failed allocation) is neither reported as
+// the op's own failure nor cleared.
+TEST(OutProjTest, EarlierUnrelatedErrorIsNotTheOps) {
+  H3_SKIP_WITHOUT_GPU();
+  Problem p = MakeProblem(129, 256, 512, 9, Data::kExact, 8);
+  DeviceProblem d(p);
+  void* huge = nullptr;
+  ASSERT_NE(cudaMalloc(&huge, size_t{1} << 62), cudaSuccess);
+  const absl::Status st = MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation) << "the caller's error was cleared";
+  ExpectMatchesEmulator(p, d, true, 129);
+}
+
+// After cudaDeviceReset the device has a new context; the op must not reuse the old context's
+// (freed) synchronization buffer.
+TEST(OutProjTest, WorksAfterDeviceReset) {
+  H3_SKIP_WITHOUT_GPU();
+  Problem p = MakeProblem(200, 256, 512, 9, Data::kExact, 9);
+  {
+    DeviceProblem d(p);
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked).ok());
+  }
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  DeviceProblem d(p);
+  const absl::Status st = MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectMatchesEmulator(p, d, true, 200);
 }
 
 }  // namespace
