@@ -67,6 +67,10 @@ struct OutProjConfig {
   static constexpr int kSmemAlign = 1024;
   // The dynamic shared-memory base is only guaranteed 16-byte aligned: pad for the realignment.
   static constexpr int kSmemBytes = kSmemUsed + kSmemAlign - 16;
+  // sm_90 validation only (Sm90Config below): bytes of the shared bf16 staging buffers of the
+  // emulated MMA (0 = none: the emulation dequantizes in registers, per warp).
+  static constexpr int kEmuBufBytes = 0;
+  static constexpr int kEmuOffset = 0;
 
   // ---- Quantizer work units: kQuantRows rows of attn_out, claimed dynamically. ----
   static constexpr int kQuantRows = 4;
@@ -99,8 +103,22 @@ struct OutProjConfig {
 // The native SM120 build: 2 stages x 36 KiB fit 99 KiB.
 using Sm120Config = OutProjConfig<2, kSm120SmemBytes>;
 static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-// The sm_90 validation build runs the same kernel with a deeper pipeline (H200: 227 KiB).
-using Sm90Config = OutProjConfig<4, kSm90SmemBytes>;
+// The sm_90 validation build runs the same kernel with a deeper pipeline (H200: 227 KiB), plus
+// two bf16 staging buffers for the emulated MMA (mainloop.cuh, emu_staged): the consumer warps
+// dequantize each MMA k-step's A and B tiles (128 x 64 e2m1 each) once per CTA into [128][128 B]
+// bf16 tiles (128B-swizzled), double-buffered by k-step, and each consumer warpgroup runs
+// wgmma.m64n128k16 (bf16) on them. The buffers also hold the f32 tile of FinishTile.
+struct Sm90Config : OutProjConfig<4, kSm90SmemBytes> {
+  using Base = OutProjConfig<4, kSm90SmemBytes>;
+  static constexpr int kEmuTileBytes = Base::kBM * 64 * 2;    // one k-step of A (or B) in bf16
+  static constexpr int kEmuBufBytes = 2 * 2 * kEmuTileBytes;  // {A, B} x 2 k-step buffers
+  static constexpr int kEmuOffset =
+      (Base::kSmemUsed + Base::kSmemAlign - 1) / Base::kSmemAlign * Base::kSmemAlign;
+  static constexpr int kSmemUsed = kEmuOffset + kEmuBufBytes;
+  static constexpr int kSmemBytes = kSmemUsed + Base::kSmemAlign - 16;
+  static_assert(Base::kBM == 128 && Base::kBN == 128, "staging tiles are [128][128 B]");
+  static_assert(kSmemBytes <= kSm90SmemBytes, "sm_90: 227 KiB per block");
+};
 
 // Global synchronization words (per device, zero between launches).
 inline constexpr int kSyncWorkCounter = 0;   // next quantizer unit to claim

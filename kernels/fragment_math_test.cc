@@ -184,6 +184,20 @@ TEST(FragmentMathTest, SplitEncodingMatchesReference) {
   }
 }
 
+// Nibbles j and j + 4 of a word, every value of both, with the other nibbles noise.
+TEST(FragmentMathTest, NibblePairEncodingMatchesReference) {
+  for (int j = 0; j < 4; ++j) {
+    for (uint32_t lo = 0; lo < 16; ++lo) {
+      for (uint32_t hi = 0; hi < 16; ++hi) {
+        const uint32_t keep = (0xFu << (4 * j)) | (0xFu << (4 * j + 16));
+        const uint32_t w = (lo << (4 * j)) | (hi << (4 * j + 16)) | (0x9E3779B9u & ~keep);
+        const uint32_t ref = E2m1PairBf16Enc(lo | (hi << 4), 0);  // low nibble -> low half
+        ASSERT_EQ(E2m1NibblePairBf16Enc(w, w >> 8, j), ref) << j << " " << lo << " " << hi;
+      }
+    }
+  }
+}
+
 TEST(FragmentMathTest, Ue4m3DecodeMatchesEmulator) {
   for (uint32_t b = 0; b < 0x7F; ++b)
     ASSERT_EQ(Ue4m3ToF32(b), E4M3ToF32(static_cast<uint8_t>(b))) << b;

@@ -27,7 +27,7 @@ struct DeviceKind {
   std::string name;
 };
 
-absl::StatusOr<DeviceKind> CurrentDeviceKind() {
+absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
   int dev = 0, major = 0, minor = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
@@ -39,8 +39,14 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind() {
     return DeviceKind{kernels::KernelBuild::kSm120Native, "sm_120a native"};
   }
   if (major == 9 && minor == 0) {
-    return DeviceKind{kernels::KernelBuild::kSm90Validation,
-                      "sm_90a validation (emulated block-scaled MMA)"};
+    if (sm90_emulation == Sm90Emulation::kFast) {
+      return DeviceKind{kernels::KernelBuild::kSm90Fast,
+                        "sm_90a validation, fast (block-scaled MMA emulated by wgmma on "
+                        "dequantized tiles)"};
+    }
+    return DeviceKind{kernels::KernelBuild::kSm90Faithful,
+                      "sm_90a validation, faithful (the sm_120a kernel, block-scaled MMA "
+                      "emulated from its registers)"};
   }
   cudaDeviceProp prop;
   e = cudaGetDeviceProperties(&prop, dev);
@@ -238,8 +244,8 @@ absl::Status CheckScale(const char* name, float v) {
 
 }  // namespace
 
-absl::StatusOr<std::string> OutProjBackendName() {
-  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind();
+absl::StatusOr<std::string> OutProjBackendName(Sm90Emulation sm90_emulation) {
+  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(sm90_emulation);
   if (!kind.ok()) return kind.status();
   return kind->name;
 }
@@ -247,7 +253,7 @@ absl::StatusOr<std::string> OutProjBackendName() {
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
   if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
   if (args.m == 0) return absl::OkStatus();
-  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind();
+  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
   absl::StatusOr<uint32_t*> sync = SyncWords(stream);
   if (!sync.ok()) return sync.status();

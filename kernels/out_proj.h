@@ -26,6 +26,15 @@
 
 namespace h3 {
 
+// sm_90 only (ignored on sm_120): which exact emulation of the block-scaled MMA runs.
+//  kFaithful: the sm_120a kernel itself - its tile config, pipeline depth, ldmatrix fragments,
+//    scale words and scale lanes - with each block-scaled mma.sync emulated from its own
+//    registers (bf16 mma.sync). This is what validates the SM120 code path; the default.
+//  kFast: the same producers, TMA pipeline and epilogue, with each k-step's tiles dequantized
+//    once per CTA into shared memory and multiplied by wgmma (4 stages): a faster Hopper path
+//    whose consumer loop is NOT the SM120 one.
+enum class Sm90Emulation { kFaithful, kFast };
+
 struct OutProjArgs {
   int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
   const uint16_t* attn_out = nullptr;    // device, bf16 [m, k]
@@ -40,6 +49,7 @@ struct OutProjArgs {
   uint16_t* out = nullptr;                  // device bf16 [m, n]
   uint8_t* act_q = nullptr;                 // optional device workspace [m, k/2]
   uint8_t* act_sf = nullptr;                // optional device workspace [m, k/16] linear
+  Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
 };
 
 // kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,
@@ -54,7 +64,8 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
 
 // Which build runs on the current device ("sm_120a native" / "sm_90a validation (emulated
 // block-scaled MMA)"), or an error naming an unsupported device.
-absl::StatusOr<std::string> OutProjBackendName();
+absl::StatusOr<std::string> OutProjBackendName(
+    Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful);
 
 inline constexpr int64_t kOutProjNMultiple = 128;
 inline constexpr int64_t kOutProjKMultiple = 256;

@@ -124,7 +124,6 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
                                              uint64_t* empty, const EpilogueArgs& e) {
   const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
   const int warp_m = cw / Cfg::kWarpsN, warp_n = cw % Cfg::kWarpsN;
-  const int lane = threadIdx.x & 31;
   const TileScheduler<Cfg> sched(p.m, p.n);
   const int ksteps = p.k / Cfg::kBK;
   int stage = 0;
@@ -146,12 +145,15 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
                         smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
                         smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
                         warp_m * Cfg::kWarpTileM, warp_n * Cfg::kWarpTileN, acc);
-      __syncwarp();
-      if (lane == 0) ptx::MbarArrive(&empty[stage]);
+      ptx::MbarArrive(&empty[stage]);
       if (++stage == Cfg::kStages) {
         stage = 0;
         phase ^= 1u;
       }
+    }
+    // sm_90 staged emulation only: its wgmma accumulator layout -> the warp-tile layout.
+    if constexpr (!kNativeBlockScaledMma && Cfg::kEmuBufBytes > 0) {
+      emu_staged::FinishTile<Cfg>(acc);
     }
     StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM,
                    nt * Cfg::kBN + warp_n * Cfg::kWarpTileN, e);
@@ -175,8 +177,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
-      ptx::MbarInit(&full[s], 1);                     // the loader's arrive.expect_tx
-      ptx::MbarInit(&empty[s], Cfg::kConsumerWarps);  // one arrival per consumer warp
+      ptx::MbarInit(&full[s], 1);  // the loader's arrive.expect_tx
+      // Every consumer thread arrives: mbarrier.arrive releases only the arriving thread's own
+      // shared-memory reads, and each thread read the stage (WAR before the next TMA write).
+      ptx::MbarInit(&empty[s], Cfg::kConsumerWarps * 32);
     }
     ptx::FenceBarrierInit();
     ptx::PrefetchTensorMap(&tmap_aq);
@@ -346,13 +350,13 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
 
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
                           const char** what) {
-  return build == KernelBuild::kSm120Native ? Launch<Sm120Config>(l, stream, what)
-                                            : Launch<Sm90Config>(l, stream, what);
+  return build == KernelBuild::kSm90Fast ? Launch<Sm90Config>(l, stream, what)
+                                         : Launch<Sm120Config>(l, stream, what);
 }
 
 cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid) {
-  return build == KernelBuild::kSm120Native ? GridSize<Sm120Config>(l, grid)
-                                            : GridSize<Sm90Config>(l, grid);
+  return build == KernelBuild::kSm90Fast ? GridSize<Sm90Config>(l, grid)
+                                         : GridSize<Sm120Config>(l, grid);
 }
 
 }  // namespace h3::kernels

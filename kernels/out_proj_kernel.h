@@ -28,7 +28,10 @@ struct OutProjLaunch {
   uint32_t* sync = nullptr;  // kSyncWords zeroed words, returned to zero by the kernel
 };
 
-enum class KernelBuild { kSm120Native, kSm90Validation };
+// kSm120Native: Sm120Config on sm_120a. kSm90Faithful: the same Sm120Config kernel compiled for
+// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: Sm90Config on sm_90a (tiles
+// dequantized to shared memory, wgmma).
+enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 
 // Launches on `stream`. On failure returns the CUDA error and sets *what to the step that failed.
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,

@@ -12,7 +12,9 @@
 // (sampled rows) before it is timed; inputs rotate through enough copies to exceed 3x the L2.
 //
 //   ./bazelw run -c opt //harness:bench -- --benchmark_out=x.csv --benchmark_out_format=csv
-//   extra flag: --bench_m=128,4096   (M values; default the list above)
+//   extra flags: --bench_m=128,4096   (M values; default the list above)
+//                --sm90_emulation=faithful|fast   (sm_90 only: which validation kernel; see
+//                kernels/out_proj.h)
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -264,9 +266,13 @@ Context& GetContext(int64_t m) {
   return *g_ctx;
 }
 
+// Which exact emulation of the block-scaled MMA the fused op uses on sm_90 (--sm90_emulation).
+Sm90Emulation g_sm90_emulation = Sm90Emulation::kFaithful;
+
 // ---- The contenders, each one enqueue on the context's stream. ----
 absl::Status RunFused(const Context& c, const Set& s, CheckMode mode) {
   OutProjArgs a;
+  a.sm90_emulation = g_sm90_emulation;
   a.m = c.m;
   a.attn_out = s.attn.p;
   a.o_weight_q = s.w_q.p;
@@ -640,7 +646,12 @@ std::vector<int64_t> ParseMs(int* argc, char** argv) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--bench_m=", 0) == 0) {
+    if (a == "--sm90_emulation=fast" || a == "--sm90_emulation=faithful") {
+      g_sm90_emulation = a.back() == 't' ? Sm90Emulation::kFast : Sm90Emulation::kFaithful;
+    } else if (a.rfind("--sm90_emulation", 0) == 0) {
+      std::fprintf(stderr, "--sm90_emulation: expected faithful or fast, got '%s'\n", a.c_str());
+      std::exit(2);
+    } else if (a.rfind("--bench_m=", 0) == 0) {
       ms.clear();
       for (absl::string_view v : absl::StrSplit(a.substr(10), ',')) {
         int64_t m = 0;
@@ -668,7 +679,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const DeviceInfo& d = Device();
-  absl::StatusOr<std::string> build = OutProjBackendName();
+  absl::StatusOr<std::string> build = OutProjBackendName(g_sm90_emulation);
   std::fprintf(stderr,
                "device: %s (sm_%d%d, %d SMs, L2 %d MiB); fused op build: %s\n"
                "roofline: %s peak %.1f TFLOP/s (datasheet), memory %.0f GB/s (datasheet) and the "

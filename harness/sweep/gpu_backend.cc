@@ -91,7 +91,8 @@ absl::Status FetchRows(const T* dev, int64_t row_elems, absl::Span<const int64_t
 
 class GpuBackend : public DeviceBackend {
  public:
-  explicit GpuBackend(std::string description) : description_(std::move(description)) {}
+  GpuBackend(std::string description, Sm90Emulation sm90_emulation)
+      : description_(std::move(description)), sm90_emulation_(sm90_emulation) {}
   std::string Description() const override { return description_; }
 
   absl::StatusOr<DeviceResult> Run(const Problem& p, bool out_is_residual, bool caller_workspace,
@@ -137,6 +138,7 @@ class GpuBackend : public DeviceBackend {
     args.out = out_is_residual ? residual.as<uint16_t>() : out.as<uint16_t>();
     args.act_q = caller_workspace ? act_q.as<uint8_t>() : nullptr;
     args.act_sf = caller_workspace ? act_sf.as<uint8_t>() : nullptr;
+    args.sm90_emulation = sm90_emulation_;
     H3_CUDA_RETURN(cudaDeviceSynchronize());
     st = MinimaxH3Nvfp4OutProj(args, /*stream=*/0, CheckMode::kChecked);
     if (!st.ok()) return st;
@@ -153,11 +155,12 @@ class GpuBackend : public DeviceBackend {
 
  private:
   std::string description_;
+  Sm90Emulation sm90_emulation_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend() {
+absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend(Sm90Emulation sm90_emulation) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
@@ -168,7 +171,7 @@ absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend() {
   H3_CUDA_RETURN(cudaGetDevice(&dev));
   cudaDeviceProp prop;
   H3_CUDA_RETURN(cudaGetDeviceProperties(&prop, dev));
-  absl::StatusOr<std::string> build = OutProjBackendName();
+  absl::StatusOr<std::string> build = OutProjBackendName(sm90_emulation);
   if (!build.ok()) {
     return absl::UnavailableError(
         absl::StrFormat("%s (sm_%d%d): the kernel has no build for it: %s", prop.name, prop.major,
@@ -181,8 +184,13 @@ absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend() {
                     "\n  NOTE: this is the sm_90a VALIDATION build. The SM120 block-scaled MMA is "
                     "replaced by an exact emulation; it checks the kernel's data movement, "
                     "quantizer and epilogue against the contract, not the SM120 instruction.");
+    if (sm90_emulation == Sm90Emulation::kFast) {
+      absl::StrAppend(&what,
+                      "\n  NOTE: --sm90_emulation=fast: the consumer loop is the Hopper one "
+                      "(dequantized tiles, wgmma), not the SM120 kernel's fragment path.");
+    }
   }
-  return std::unique_ptr<DeviceBackend>(new GpuBackend(std::move(what)));
+  return std::unique_ptr<DeviceBackend>(new GpuBackend(std::move(what), sm90_emulation));
 }
 
 }  // namespace h3::sweep

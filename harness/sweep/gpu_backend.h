@@ -8,12 +8,14 @@
 
 #include "absl/status/statusor.h"
 #include "harness/sweep/runner.h"
+#include "kernels/out_proj.h"
 
 namespace h3::sweep {
 
 // The GPU backend when a CUDA device is present and the kernel has a build for it; otherwise an
 // error saying plainly why not (no device, no driver, unsupported architecture).
-absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend();
+// On sm_90, `sm90_emulation` picks the validation kernel (kernels/out_proj.h).
+absl::StatusOr<std::unique_ptr<DeviceBackend>> MakeGpuBackend(Sm90Emulation sm90_emulation);
 
 }  // namespace h3::sweep
 

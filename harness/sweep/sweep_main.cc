@@ -32,6 +32,10 @@ ABSL_FLAG(std::string, backend, "auto",
           "auto: the GPU when one with a kernel build is present, else the emulator alone; "
           "gpu: the GPU (fails without one); emulator: the emulator alone (goldens, fast vs "
           "exact path)");
+ABSL_FLAG(std::string, sm90_emulation, "faithful",
+          "sm_90 GPUs only: faithful: the sm_120a kernel itself with its block-scaled MMA emulated "
+          "from its registers (validates the SM120 code path); fast: the Hopper consumer loop "
+          "(dequantized tiles, wgmma)");
 ABSL_FLAG(std::string, filter, "",
           "ECMAScript regex; only cases whose name matches run (e.g. 'h3/m=12[789]/', "
           "'golden', 'exact'). Names: <shape>/m=<M>/<data>/<gate_index>/<out|inplace>/<ws|nows>");
@@ -119,7 +123,13 @@ int Main(int argc, char** argv) {
   std::unique_ptr<DeviceBackend> device;
   std::string backend_line;
   if (backend_flag != "emulator") {
-    absl::StatusOr<std::unique_ptr<DeviceBackend>> gpu = MakeGpuBackend();
+    const std::string emu = absl::GetFlag(FLAGS_sm90_emulation);
+    if (emu != "faithful" && emu != "fast") {
+      std::fprintf(stderr, "--sm90_emulation: expected faithful or fast, got '%s'\n", emu.c_str());
+      return 2;
+    }
+    absl::StatusOr<std::unique_ptr<DeviceBackend>> gpu =
+        MakeGpuBackend(emu == "fast" ? Sm90Emulation::kFast : Sm90Emulation::kFaithful);
     if (gpu.ok()) {
       device = *std::move(gpu);
       backend_line = absl::StrCat(device->Description(), "\n  checked against the CPU emulator");
