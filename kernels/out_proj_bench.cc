@@ -61,19 +61,7 @@ int main(int argc, char** argv) {
     h3::kernels::testing::Problem p =
         h3::kernels::testing::MakeProblem(m, n, k, 9, h3::kernels::testing::Data::kExact, 17);
     h3::kernels::testing::DeviceProblem d(p);
-    h3::OutProjArgs a;
-    a.m = m;
-    a.attn_out = d.attn;
-    a.o_weight_q = d.w_q;
-    a.o_weight_sf = d.w_sf;
-    a.o_weight_global_scale = p.w_gs;
-    a.act_global_scale = d.act_gs;
-    a.gate = d.gate;
-    a.gate_index = d.gate_index;
-    a.residual = d.residual;
-    a.out = d.out;
-    a.act_q = d.act_q;
-    a.act_sf = d.act_sf;
+    h3::OutProjArgs a = h3::kernels::testing::ArgsFor(p, d);
     auto st = h3::MinimaxH3Nvfp4OutProj(a, nullptr, h3::CheckMode::kChecked);
     if (!st.ok()) {
       std::printf("op failed: %s\n", std::string(st.message()).c_str());

@@ -22,31 +22,12 @@
 namespace h3 {
 namespace {
 
+using kernels::testing::ArgsFor;
 using kernels::testing::Data;
 using kernels::testing::DeviceProblem;
 using kernels::testing::MakeProblem;
 using kernels::testing::Problem;
 using kernels::testing::ToHost;
-
-OutProjArgs ArgsFor(const Problem& p, const DeviceProblem& d) {
-  OutProjArgs a;
-  a.m = p.shape.m;
-  a.n = p.shape.n;
-  a.k = p.shape.k;
-  a.g = p.shape.g;
-  a.attn_out = d.attn;
-  a.o_weight_q = d.w_q;
-  a.o_weight_sf = d.w_sf;
-  a.o_weight_global_scale = p.w_gs;
-  a.act_global_scale = d.act_gs;
-  a.gate = d.gate;
-  a.gate_index = d.gate_index;
-  a.residual = d.residual;
-  a.out = d.out;
-  a.act_q = d.act_q;
-  a.act_sf = d.act_sf;
-  return a;
-}
 
 // Rows to check: all when few, else a sample including the first and last ones.
 std::vector<int64_t> SampleRows(int64_t m, int64_t max_rows) {

@@ -142,4 +142,24 @@ void DeviceProblem::ResetResidual(const Problem& p) const {
   }
 }
 
+OutProjArgs ArgsFor(const Problem& p, const DeviceProblem& d) {
+  OutProjArgs a;
+  a.m = p.shape.m;
+  a.n = p.shape.n;
+  a.k = p.shape.k;
+  a.g = p.shape.g;
+  a.attn_out = d.attn;
+  a.o_weight_q = d.w_q;
+  a.o_weight_sf = d.w_sf;
+  a.o_weight_global_scale = p.w_gs;
+  a.act_global_scale = d.act_gs;
+  a.gate = d.gate;
+  a.gate_index = d.gate_index;
+  a.residual = d.residual;
+  a.out = d.out;
+  a.act_q = d.act_q;
+  a.act_sf = d.act_sf;
+  return a;
+}
+
 }  // namespace h3::kernels::testing

@@ -15,6 +15,7 @@
 #include "emulator/formats.h"
 #include "emulator/op.h"
 #include "emulator/swizzle.h"
+#include "kernels/out_proj.h"
 
 namespace h3::kernels::testing {
 
@@ -91,6 +92,9 @@ std::vector<T> ToHost(const T* d, int64_t count) {
   if (count > 0) cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost);
   return h;
 }
+
+// The op's arguments for a problem on the device (caller workspaces, weight scale on the host).
+OutProjArgs ArgsFor(const Problem& p, const DeviceProblem& d);
 
 }  // namespace h3::kernels::testing
 
