@@ -1,10 +1,12 @@
 #include "harness/op_io.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <utility>
 
+#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -258,6 +260,20 @@ absl::StatusOr<std::string> QuantizeWeightFile(const std::string& weight_path,
       "o_weight_sf.npy [%d, %d], o_weight_global_scale.npy = %.9g",
       weight_path, n, k, h.dtype == NpyDtype::kU2 ? "bf16" : "f32", out_dir, n, k / 2, sf_rows,
       sf_cols, q->global_scale);
+}
+
+int PrintError(absl::string_view tool, int code, const absl::Status& s) {
+  std::fprintf(stderr, "%s: error: %s\n", std::string(tool).c_str(), s.ToString().c_str());
+  return code;
+}
+
+absl::Status ParseFlagsOnly(int argc, char** argv) {
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", rest[1], "' (flags only; see --help)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace h3

@@ -22,6 +22,11 @@ namespace h3 {
 // (the binary itself runs in its runfiles tree).
 std::string ResolveUserPath(absl::string_view path);
 
+// Shared by the command-line tools. Prints "<tool>: error: <status>" to stderr, returns `code`.
+int PrintError(absl::string_view tool, int code, const absl::Status& s);
+// Parses the Abseil flags; a positional argument is an InvalidArgument error (flags only).
+absl::Status ParseFlagsOnly(int argc, char** argv);
+
 // Creates `dir` (and parents) when missing; an error when it is a file.
 absl::Status EnsureDir(const std::string& dir);
 

@@ -55,20 +55,13 @@ quantize_weight (//harness:quantize_weight) makes the three o_weight_* files.
 Nothing is written when an input is missing or inconsistent; the exit status
 is 1 then, 2 for a usage error.)";
 
-int Fail(int code, const absl::Status& s) {
-  std::fprintf(stderr, "op: error: %s\n", std::string(s.ToString()).c_str());
-  return code;
-}
+int Fail(int code, const absl::Status& s) { return h3::PrintError("op", code, s); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1],
-                                                           "' (flags only; see --help)")));
-  }
+  if (absl::Status s = h3::ParseFlagsOnly(argc, argv); !s.ok()) return Fail(2, s);
   const std::string backend = absl::GetFlag(FLAGS_backend);
   const std::string gemm = absl::GetFlag(FLAGS_gemm);
   if (backend != "emulator" && backend != "gpu") {

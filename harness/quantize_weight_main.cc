@@ -35,20 +35,13 @@ Writes to --out_dir:
 These are the weight files //harness:op reads. Nothing is written on error; the
 exit status is 1 then, 2 for a usage error.)";
 
-int Fail(int code, const absl::Status& s) {
-  std::fprintf(stderr, "quantize_weight: error: %s\n", std::string(s.ToString()).c_str());
-  return code;
-}
+int Fail(int code, const absl::Status& s) { return h3::PrintError("quantize_weight", code, s); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1],
-                                                           "' (flags only; see --help)")));
-  }
+  if (absl::Status s = h3::ParseFlagsOnly(argc, argv); !s.ok()) return Fail(2, s);
   if (absl::GetFlag(FLAGS_weight).empty() || absl::GetFlag(FLAGS_out_dir).empty()) {
     return Fail(2, absl::InvalidArgumentError("--weight and --out_dir are required (see --help)"));
   }
