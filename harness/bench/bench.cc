@@ -2,6 +2,7 @@
 //
 //   copy            cudaMemcpyAsync D2D of attn_out: the measured bandwidth roofline
 //   quantize        our standalone block-16 NVFP4 quantize kernel (contract section 3)
+//   bf16_gemm       cuBLAS bf16 GEMM alone (f32 accumulate, bf16 out)
 //   bf16_unfused    cuBLAS bf16 GEMM (f32 accumulate, bf16 out) + standalone epilogue kernel
 //   nvfp4_unfused   quantize + cuBLASLt NVFP4 GEMM (VEC16_UE4M3 scales, f32 out) + epilogue
 //                   (sm_100+ only; skipped with a message elsewhere)
@@ -292,13 +293,18 @@ void RunQuantize(const Context& c, const Set& s) {
   CUDA_OK(LaunchQuantize(s.attn.p, c.m, kK, s.act_gs.p, s.act_q.p, s.act_sf.p, false, c.stream));
 }
 
-void RunBf16(const Context& c, const Set& s) {
+// cuBLAS's bf16 GEMM alone: o_bf16 = attn @ W^T (f32 accumulation, bf16 out).
+void RunBf16Gemm(const Context& c, const Set& s) {
   // Row-major out[M,N] = attn[M,K] * W[N,K]^T is column-major out^T[N,M] = W^T... : "TN".
   const float one = 1.f, zero = 0.f;
   CUBLAS_OK(cublasSetStream(g_cublas, c.stream));
   CUBLAS_OK(cublasGemmEx(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, kN, c.m, kK, &one, s.w_bf16.p,
                          CUDA_R_16BF, kK, s.attn.p, CUDA_R_16BF, kK, &zero, s.o_bf16.p, CUDA_R_16BF,
                          kN, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void RunBf16(const Context& c, const Set& s) {
+  RunBf16Gemm(c, s);
   CUDA_OK(LaunchEpilogueBf16(s.o_bf16.p, s.gate.p, s.gidx.p, s.residual.p, s.out.p, c.m, kN, kG,
                              c.stream));
 }
@@ -464,8 +470,9 @@ void SetCounters(benchmark::State& state, const std::string& name, int64_t m, do
   const DeviceInfo& d = Device();
   // Google Benchmark's CSV header comes from the first benchmark and every later counter must be
   // in it: every benchmark sets every counter (0 = not applicable).
-  for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
-                        "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy", "rotation"}) {
+  for (const char* k :
+       {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
+        "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy", "rotation"}) {
     state.counters[k] = 0;
   }
   state.counters["rotation"] = g_ctx ? g_ctx->rotation : 0;
@@ -476,7 +483,7 @@ void SetCounters(benchmark::State& state, const std::string& name, int64_t m, do
     if (d.peak_op_tflops > 0 && name == "fused") {
       state.counters["pct_peak_flops"] = 100 * flops / s / 1e12 / d.peak_op_tflops;
     }
-    if (d.peak_bf16_tflops > 0 && name == "bf16_unfused") {
+    if (d.peak_bf16_tflops > 0 && (name == "bf16_unfused" || name == "bf16_gemm")) {
       state.counters["pct_peak_flops"] = 100 * flops / s / 1e12 / d.peak_bf16_tflops;
     }
     if (d.peak_nvfp4_tflops > 0 && name == "nvfp4_unfused") {
@@ -488,7 +495,7 @@ void SetCounters(benchmark::State& state, const std::string& name, int64_t m, do
   if (g_copy_gbps > 0) state.counters["pct_copy_bw"] = 100 * gbps / g_copy_gbps;
   if (d.datasheet_gbps > 0) state.counters["pct_datasheet_bw"] = 100 * gbps / d.datasheet_gbps;
   // Ratios: baseline time / this time (> 1: this one is faster), for baselines timed earlier.
-  for (const char* base : {"bf16_unfused", "nvfp4_unfused", "copy"}) {
+  for (const char* base : {"bf16_gemm", "bf16_unfused", "nvfp4_unfused", "copy"}) {
     auto it = Times().find({base, m});
     if (it != Times().end() && name != base && (name == "fused" || std::string(base) == "copy")) {
       state.counters[absl::StrCat("x_vs_", base)] = it->second / ms;
@@ -578,6 +585,21 @@ void BM_Quantize(benchmark::State& state, int64_t m) {
   state.counters["check_ok"] = ok;
   const double ms = TimeLoop(state, c, [&](const Set& s) { RunQuantize(c, s); });
   SetCounters(state, "quantize", m, ms, 0, m * kK * 2.0 + m * kK / 2.0 + m * kK / 16.0);
+}
+
+// The bf16 GEMM alone (issue 4's yardstick: the fused op against cuBLAS's bf16 GEMM of the same
+// shape). Its output is checked through the unfused pipeline's check (GEMM, then the epilogue).
+void BM_Bf16Gemm(benchmark::State& state, int64_t m) {
+  Context& c = GetContext(m);
+  const bool ok = CheckOnce("bf16_gemm", m, "double-precision reference, sampled rows", [&] {
+    RunBf16(c, *c.sets[0]);
+    return CheckBf16(c);
+  });
+  state.counters["check_ok"] = ok;
+  const double ms = TimeLoop(state, c, [&](const Set& s) { RunBf16Gemm(c, s); });
+  // bf16 weight and activations read, bf16 o written.
+  const double bytes = m * kK * 2.0 + kN * kK * 2.0 + m * kN * 2.0;
+  SetCounters(state, "bf16_gemm", m, ms, 2.0 * m * kN * kK, bytes);
 }
 
 void BM_Bf16Unfused(benchmark::State& state, int64_t m) {
@@ -702,6 +724,7 @@ int Main(int argc, char** argv) {
     };
     reg("copy", BM_Copy);
     reg("quantize", BM_Quantize);
+    reg("bf16_gemm", BM_Bf16Gemm);
     reg("bf16_unfused", BM_Bf16Unfused);
     reg("nvfp4_unfused", BM_Nvfp4Unfused);
     reg("fused", BM_Fused);
