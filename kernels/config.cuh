@@ -103,20 +103,25 @@ struct OutProjConfig {
 // The native SM120 build: 2 stages x 36 KiB fit 99 KiB.
 using Sm120Config = OutProjConfig<2, kSm120SmemBytes>;
 static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-// The sm_90 validation build runs the same kernel with a deeper pipeline (H200: 227 KiB), plus
-// two bf16 staging buffers for the emulated MMA (mainloop.cuh, emu_staged): the consumer warps
-// dequantize each MMA k-step's A and B tiles (128 x 64 e2m1 each) once per CTA into [128][128 B]
-// bf16 tiles (128B-swizzled), double-buffered by k-step, and each consumer warpgroup runs
-// wgmma.m64n128k16 (bf16) on them. The buffers also hold the f32 tile of FinishTile.
+// The sm_90 validation build runs the same kernel with its own pipeline depth, plus bf16 staging
+// tiles of the weights for the emulated MMA (sm90_staged_mainloop.cuh): the consumer warps
+// dequantize each MMA k-step's B tile (128 x 64 e2m1) once per CTA into a [128][128 B] bf16 tile
+// (128B-swizzled) that wgmma.m64n128k16 reads; A is dequantized in registers. One staging tile
+// per k-step of a stage (4), so wgmmas of one k-step still run while the next k-step's are
+// issued. The tiles also hold the f32 tile of FinishTile.
 struct Sm90Config : OutProjConfig<4, kSm90SmemBytes> {
   using Base = OutProjConfig<4, kSm90SmemBytes>;
-  static constexpr int kEmuTileBytes = Base::kBM * 64 * 2;    // one k-step of A (or B) in bf16
-  static constexpr int kEmuBufBytes = 2 * 2 * kEmuTileBytes;  // {A, B} x 2 k-step buffers
+  static constexpr int kEmuTileBytes = Base::kBN * 64 * 2;  // one k-step of B in bf16
+  static constexpr int kEmuBufs = Base::kKSteps;            // one B tile per k-step of a stage
+  static constexpr int kEmuBufBytes = kEmuBufs * kEmuTileBytes;
   static constexpr int kEmuOffset =
       (Base::kSmemUsed + Base::kSmemAlign - 1) / Base::kSmemAlign * Base::kSmemAlign;
   static constexpr int kSmemUsed = kEmuOffset + kEmuBufBytes;
   static constexpr int kSmemBytes = kSmemUsed + Base::kSmemAlign - 16;
   static_assert(Base::kBM == 128 && Base::kBN == 128, "staging tiles are [128][128 B]");
+  static_assert(kEmuBufs >= 3, "the consumer loop waits for all but the newest wgmma group");
+  static_assert(kEmuBufBytes >= Base::kBM * Base::kBN * 4, "FinishTile's f32 tile fits");
+  static_assert(kEmuTileBytes % 1024 == 0 && kEmuOffset % 1024 == 0, "128B-swizzle atoms aligned");
   static_assert(kSmemBytes <= kSm90SmemBytes, "sm_90: 227 KiB per block");
 };
 

@@ -173,6 +173,76 @@ TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
   }
 }
 
+// The sm_90 staged emulation (sm90_staged_mainloop.cuh, Sm90Emulation::kFast), evaluated exactly
+// (double) against the model: wgmma k16 slice j, slot 8h + 2t + e of an MMA k-step holds
+// physical k = 32h + 8t + j + 4e for both operands. A as DequantA builds its register operand from
+// the ldmatrix fragment (register i of lane (g, t): row g + 8(i&1), word t + 4(i>>1), pair j to
+// slice j, slot 8(i>>1) + 2t + e); B as StoreB stages it (row n, half h: pair j of word 4h + t'
+// to chunk 2j + h, slot 2t' + e).
+TEST(FragmentMathTest, StagedPermutationMatchesModel) {
+  uint32_t x = 77;
+  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  auto scale = [](uint32_t word, int block) {
+    return Bf16(Ue4m3ToBf16Scaled((word >> (8 * block)) & 0xFF, kEmuScaleExp2));
+  };
+  for (int trial = 0; trial < 50; ++trial) {
+    uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
+    float c[32][4] = {}, want[32][4];
+    for (int l = 0; l < 32; ++l) {
+      for (auto& w : a[l]) w = next();
+      for (auto& w : b[l]) w = next();
+      sfa[l] = next() & 0x3F3F3F3Fu;
+      sfb[l] = next() & 0x3F3F3F3Fu;
+    }
+    MmaM16N8K64BlockScaled(a, b, c, sfa, sfb, want);
+    double A[16][4][16] = {}, B[8][4][16] = {};  // [row][slice j][slot]
+    bool a_set[16][4][16] = {}, b_set[8][4][16] = {};
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; ++i) {  // DequantA: scale word of row g + 8(i&1), block of word
+        const int row = g + 8 * (i & 1), word = t + 4 * (i >> 1);
+        const double f = scale(sfa[4 * g + (i & 1)], word / 2);
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t enc = E2m1NibblePairBf16Enc(a[l][i], a[l][i] >> 8, j);
+          for (int e = 0; e < 2; ++e) {
+            const int slot = 8 * (i >> 1) + 2 * t + e;
+            ASSERT_FALSE(a_set[row][j][slot]);
+            a_set[row][j][slot] = true;
+            A[row][j][slot] = static_cast<double>(Bf16(enc >> (16 * e))) * f;
+          }
+        }
+      }
+    }
+    for (int n = 0; n < 8; ++n) {  // StoreB: row n, half h, words 4h + t' (B fragment b[4n+t'][h])
+      for (int h = 0; h < 2; ++h) {
+        for (int tp = 0; tp < 4; ++tp) {
+          const uint32_t w = b[4 * n + tp][h];
+          const double f = scale(sfb[4 * n], (4 * h + tp) / 2);
+          for (int j = 0; j < 4; ++j) {
+            const uint32_t enc = E2m1NibblePairBf16Enc(w, w >> 8, j);
+            for (int e = 0; e < 2; ++e) {
+              const int slot = 8 * h + 2 * tp + e;
+              ASSERT_FALSE(b_set[n][j][slot]);
+              b_set[n][j][slot] = true;
+              B[n][j][slot] = static_cast<double>(Bf16(enc >> (16 * e))) * f;
+            }
+          }
+        }
+      }
+    }
+    for (int l = 0; l < 32; ++l) {
+      for (int i = 0; i < 4; ++i) {
+        const int m = l / 4 + 8 * (i >> 1), n = 2 * (l % 4) + (i & 1);
+        double d = 0;
+        for (int j = 0; j < 4; ++j)
+          for (int slot = 0; slot < 16; ++slot) d += A[m][j][slot] * B[n][j][slot];
+        ASSERT_EQ(static_cast<float>(d * kEmuAccScale), want[l][i])
+            << trial << " " << m << " " << n;
+      }
+    }
+  }
+}
+
 TEST(FragmentMathTest, SplitEncodingMatchesReference) {
   for (uint32_t byte = 0; byte < 256; ++byte) {
     for (int p = 0; p < 4; ++p) {

@@ -10,7 +10,6 @@
 #include "kernels/fragment_math.h"
 #include "kernels/mma_block_scaled.cuh"
 #include "kernels/ptx.cuh"
-#include "kernels/sm90_staged_mainloop.cuh"
 #include "kernels/warp_acc.cuh"
 
 namespace h3::kernels {
@@ -21,10 +20,6 @@ template <class Cfg>
 __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_t* b_tile,
                                              const uint8_t* sfa_tile, const uint8_t* sfb_tile,
                                              int m_base, int n_base, WarpAcc<Cfg>& acc) {
-  if constexpr (!kNativeBlockScaledMma && Cfg::kEmuBufBytes > 0) {
-    emu_staged::ConsumeStage<Cfg>(a_tile, b_tile, sfa_tile, sfb_tile, m_base, n_base, acc);
-    return;
-  }
   const int lane = threadIdx.x & 31;
   const uint32_t a_addr = ptx::SmemAddr(a_tile), b_addr = ptx::SmemAddr(b_tile);
 #pragma unroll

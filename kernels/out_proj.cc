@@ -95,16 +95,38 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
   return id;
 }
 
-// Per-context synchronization words, allocated and zeroed once.
-absl::StatusOr<uint32_t*> SyncWords(cudaStream_t stream) {
+// Per-context state: the synchronization words (allocated and zeroed once) and, per kernel
+// build, the co-resident CTA count from kernels::ConfigureOutProj (which also raised the
+// kernel's shared-memory limit in this context: both once, not on every call).
+struct ContextState {
+  uint32_t* sync = nullptr;
+  int resident_ctas[3] = {0, 0, 0};  // indexed by kernels::KernelBuild
+};
+
+// The launch geometry of `build` in the current context, configured on first use.
+absl::StatusOr<int> ResidentCtas(ContextState* state, kernels::KernelBuild build) {
   static std::mutex mu;
-  static std::map<unsigned long long, uint32_t*>* buffers =
-      new std::map<unsigned long long, uint32_t*>();
+  std::lock_guard<std::mutex> lock(mu);
+  int& r = state->resident_ctas[static_cast<int>(build)];
+  if (r == 0) {
+    const cudaError_t e = kernels::ConfigureOutProj(build, &r);
+    if (e != cudaSuccess) {
+      r = 0;
+      return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<ContextState*> CurrentContextState(cudaStream_t stream) {
+  static std::mutex mu;
+  static std::map<unsigned long long, ContextState*>* states =
+      new std::map<unsigned long long, ContextState*>();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  auto it = buffers->find(*ctx);
-  if (it != buffers->end()) return it->second;
+  auto it = states->find(*ctx);
+  if (it != states->end()) return it->second;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing(stream, &capture);
   if (e != cudaSuccess) return CudaError(e, "cudaStreamIsCapturing");
@@ -123,8 +145,10 @@ absl::StatusOr<uint32_t*> SyncWords(cudaStream_t stream) {
     cudaFree(p);
     return CudaError(e, "cudaMemset(sync words)");
   }
-  (*buffers)[*ctx] = p;
-  return p;
+  ContextState* state = new ContextState();
+  state->sync = p;
+  (*states)[*ctx] = state;
+  return state;
 }
 
 struct Range {
@@ -255,8 +279,10 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  absl::StatusOr<uint32_t*> sync = SyncWords(stream);
-  if (!sync.ok()) return sync.status();
+  absl::StatusOr<ContextState*> state = CurrentContextState(stream);
+  if (!state.ok()) return state.status();
+  absl::StatusOr<int> resident = ResidentCtas(*state, kind->build);
+  if (!resident.ok()) return resident.status();
 
   if (mode == CheckMode::kChecked) {
     // Checked mode reads the scales back and synchronizes: illegal inside a capture, where it
@@ -306,7 +332,8 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.out = args.out;
   l.act_q = args.act_q;
   l.act_sf = args.act_sf;
-  l.sync = *sync;
+  l.sync = (*state)->sync;
+  l.resident_ctas = *resident;
 
   // Without caller workspaces: stream-ordered allocation keeps the call graph-capturable.
   void* ws = nullptr;

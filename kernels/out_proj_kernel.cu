@@ -17,6 +17,7 @@
 #include "kernels/ptx.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/scheduler.cuh"
+#include "kernels/sm90_staged_mainloop.cuh"
 
 namespace h3::kernels {
 namespace {
@@ -118,6 +119,26 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
   }
 }
 
+// The SM120 (and faithful sm_90) consumer: one tile's stages, one ConsumeStage each.
+template <class Cfg>
+__device__ __forceinline__ void ConsumeTileStages(uint8_t* smem, uint64_t* full, uint64_t* empty,
+                                                  int& stage, uint32_t& phase, int ksteps,
+                                                  int warp_m, int warp_n, WarpAcc<Cfg>& acc) {
+  for (int ks = 0; ks < ksteps; ++ks) {
+    ptx::MbarWait(&full[stage], phase);
+    ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
+                      smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
+                      smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
+                      smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes, warp_m * Cfg::kWarpTileM,
+                      warp_n * Cfg::kWarpTileN, acc);
+    ptx::MbarArrive(&empty[stage]);
+    if (++stage == Cfg::kStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+}
+
 // Consumer warps: MMA over the ring, then the fused epilogue straight from registers.
 template <class Cfg>
 __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* smem, uint64_t* full,
@@ -138,22 +159,13 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
       for (int j = 0; j < Cfg::kNFrags; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc.v[i][j][c] = 0.0f;
-    for (int ks = 0; ks < ksteps; ++ks) {
-      ptx::MbarWait(&full[stage], phase);
-      ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
-                        smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
-                        smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
-                        smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
-                        warp_m * Cfg::kWarpTileM, warp_n * Cfg::kWarpTileN, acc);
-      ptx::MbarArrive(&empty[stage]);
-      if (++stage == Cfg::kStages) {
-        stage = 0;
-        phase ^= 1u;
-      }
-    }
-    // sm_90 staged emulation only: its wgmma accumulator layout -> the warp-tile layout.
     if constexpr (!kNativeBlockScaledMma && Cfg::kEmuBufBytes > 0) {
+      // sm_90 staged emulation: the tile's stages as one stream of k-steps, then its wgmma
+      // accumulator layout -> the warp-tile layout.
+      emu_staged::ConsumeTile<Cfg>(smem, full, empty, stage, phase, ksteps, acc);
       emu_staged::FinishTile<Cfg>(acc);
+    } else {
+      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, ksteps, warp_m, warp_n, acc);
     }
     StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM,
                    nt * Cfg::kBN + warp_n * Cfg::kWarpTileN, e);
@@ -267,7 +279,7 @@ cudaError_t EncodeU8Map(EncodeTiledFn encode, CUtensorMap* map, const void* base
 }
 
 template <class Cfg>
-cudaError_t GridSize(const OutProjLaunch& l, int* grid) {
+cudaError_t Configure(int* resident_ctas) {
   int dev = 0, sms = 0, per_sm = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -281,10 +293,14 @@ cudaError_t GridSize(const OutProjLaunch& l, int* grid) {
   }
   if (e != cudaSuccess) return e;
   if (per_sm < 1) return cudaErrorInvalidConfiguration;
-  const int64_t tiles = ((l.m + Cfg::kBM - 1) / Cfg::kBM) * (l.n / Cfg::kBN);
-  const int64_t resident = static_cast<int64_t>(sms) * per_sm;
-  *grid = static_cast<int>(tiles < resident ? tiles : resident);
+  *resident_ctas = sms * per_sm;
   return cudaSuccess;
+}
+
+template <class Cfg>
+int64_t GridFor(const OutProjLaunch& l) {
+  const int64_t tiles = ((l.m + Cfg::kBM - 1) / Cfg::kBM) * (l.n / Cfg::kBN);
+  return tiles < l.resident_ctas ? tiles : l.resident_ctas;
 }
 
 template <class Cfg>
@@ -311,12 +327,11 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
     *what = "cuTensorMapEncodeTiled";
     return e;
   }
-  int grid = 0;
-  e = GridSize<Cfg>(l, &grid);
-  if (e != cudaSuccess) {
-    *what = "occupancy query";
-    return e;
+  if (l.resident_ctas < 1) {
+    *what = "launch geometry (ConfigureOutProj not run in this context)";
+    return cudaErrorInvalidConfiguration;
   }
+  const int grid = static_cast<int>(GridFor<Cfg>(l));
   KernelParams p;
   p.m = l.m;
   p.n = l.n;
@@ -354,9 +369,18 @@ cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_
                                          : Launch<Sm120Config>(l, stream, what);
 }
 
+cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas) {
+  return build == KernelBuild::kSm90Fast ? Configure<Sm90Config>(resident_ctas)
+                                         : Configure<Sm120Config>(resident_ctas);
+}
+
 cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid) {
-  return build == KernelBuild::kSm90Fast ? GridSize<Sm90Config>(l, grid)
-                                         : GridSize<Sm120Config>(l, grid);
+  OutProjLaunch c = l;
+  const cudaError_t e = ConfigureOutProj(build, &c.resident_ctas);
+  if (e != cudaSuccess) return e;
+  *grid = static_cast<int>(build == KernelBuild::kSm90Fast ? GridFor<Sm90Config>(c)
+                                                           : GridFor<Sm120Config>(c));
+  return cudaSuccess;
 }
 
 }  // namespace h3::kernels

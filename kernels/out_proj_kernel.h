@@ -26,6 +26,7 @@ struct OutProjLaunch {
   uint8_t* act_q = nullptr;  // required here (the host API allocates one when absent)
   uint8_t* act_sf = nullptr;
   uint32_t* sync = nullptr;  // kSyncWords zeroed words, returned to zero by the kernel
+  int resident_ctas = 0;     // from ConfigureOutProj in the current context (grid cap)
 };
 
 // kSm120Native: Sm120Config on sm_120a. kSm90Faithful: the same Sm120Config kernel compiled for
@@ -33,11 +34,17 @@ struct OutProjLaunch {
 // dequantized to shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 
-// Launches on `stream`. On failure returns the CUDA error and sets *what to the step that failed.
+// Once per context and build: raises the kernel's dynamic shared-memory limit and returns in
+// *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per SM).
+// The persistent grid never exceeds it, so every CTA runs at once (the ready-flag waits need it).
+cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas);
+
+// Launches on `stream` (l.resident_ctas from ConfigureOutProj). On failure returns the CUDA error
+// and sets *what to the step that failed.
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
                           const char** what);
 
-// Launch geometry (for benchmarks/notes): grid size used for this problem.
+// Launch geometry (for benchmarks/notes): the grid size for this problem (configures first).
 cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid);
 
 }  // namespace h3::kernels

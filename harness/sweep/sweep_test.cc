@@ -352,7 +352,9 @@ TEST(Runner, DetectsEveryKindOfBreak) {
     EXPECT_EQ(r.verdict, t.want) << t.spec.name << ": " << r.first_mismatch;
     EXPECT_NE(r.first_mismatch.find(t.want_in_message), std::string::npos)
         << t.spec.name << ": " << r.first_mismatch;
-    if (t.want == Verdict::kPass) EXPECT_TRUE(r.first_mismatch.empty()) << r.first_mismatch;
+    if (t.want == Verdict::kPass) {
+      EXPECT_TRUE(r.first_mismatch.empty()) << r.first_mismatch;
+    }
   }
 }
 
