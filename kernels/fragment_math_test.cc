@@ -121,20 +121,30 @@ TEST(FragmentMathTest, ScalesMatchPacker) {
 
 float Bf16(uint32_t bits16) { return Bf16ToF32(static_cast<uint16_t>(bits16 & 0xFFFF)); }
 
+// One m16n8k64 block-scaled MMA with random fragments and the model's result.
+struct MmaCase {
+  uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
+  float want[32][4];
+};
+MmaCase RandomMmaCase(uint32_t& x) {
+  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  MmaCase m;
+  float c[32][4] = {};
+  for (int l = 0; l < 32; ++l) {
+    for (auto& w : m.a[l]) w = next();
+    for (auto& w : m.b[l]) w = next();
+    m.sfa[l] = next() & 0x3F3F3F3Fu;  // finite, incl. subnormal scales
+    m.sfb[l] = next() & 0x3F3F3F3Fu;
+  }
+  MmaM16N8K64BlockScaled(m.a, m.b, c, m.sfa, m.sfb, m.want);
+  return m;
+}
+
 // The emulation's permutation + dequantization, evaluated exactly (double), against the model.
 TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
   uint32_t x = 9;
-  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
   for (int trial = 0; trial < 50; ++trial) {
-    uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
-    float c[32][4] = {}, want[32][4];
-    for (int l = 0; l < 32; ++l) {
-      for (auto& w : a[l]) w = next();
-      for (auto& w : b[l]) w = next();
-      sfa[l] = next() & 0x3F3F3F3Fu;  // finite, incl. subnormal scales
-      sfb[l] = next() & 0x3F3F3F3Fu;
-    }
-    MmaM16N8K64BlockScaled(a, b, c, sfa, sfb, want);
+    const MmaCase mc = RandomMmaCase(x);
     // Dequantized bf16 operands of the four m16n8k16 MMAs, per lane, as the fragment path
     // builds them: code * 2^-126 (bf16) times scale * 2^118.
     double d[16][8] = {};
@@ -144,17 +154,17 @@ TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
         const int g = l / 4, t = l % 4;
         for (int q = 0; q < 2; ++q) {
           for (int r = 0; r < 2; ++r) {
-            const uint32_t enc = E2m1PairBf16Enc(a[l][EmuWordA(s, r)], EmuPair(s, q));
-            const uint32_t sw = sfa[4 * g + r];
+            const uint32_t enc = E2m1PairBf16Enc(mc.a[l][EmuWordA(s, r)], EmuPair(s, q));
+            const uint32_t sw = mc.sfa[4 * g + r];
             const uint32_t f =
                 Ue4m3ToBf16Scaled((sw >> (8 * EmuScaleByte(t, s >> 1))) & 0xFF, kEmuScaleExp2);
             for (int h = 0; h < 2; ++h)  // bf16 pair halves: k 2t+h (+8q) of row g + 8r
               A[g + 8 * r][2 * t + h + 8 * q] =
                   static_cast<double>(Bf16(enc >> (16 * h))) * Bf16(f);
           }
-          const uint32_t encb = E2m1PairBf16Enc(b[l][EmuWordB(s)], EmuPair(s, q));
-          const uint32_t f = Ue4m3ToBf16Scaled((sfb[4 * g] >> (8 * EmuScaleByte(t, s >> 1))) & 0xFF,
-                                               kEmuScaleExp2);
+          const uint32_t encb = E2m1PairBf16Enc(mc.b[l][EmuWordB(s)], EmuPair(s, q));
+          const uint32_t f = Ue4m3ToBf16Scaled(
+              (mc.sfb[4 * g] >> (8 * EmuScaleByte(t, s >> 1))) & 0xFF, kEmuScaleExp2);
           for (int h = 0; h < 2; ++h)
             B[2 * t + h + 8 * q][g] = static_cast<double>(Bf16(encb >> (16 * h))) * Bf16(f);
         }
@@ -166,7 +176,7 @@ TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
     for (int l = 0; l < 32; ++l) {
       for (int i = 0; i < 4; ++i) {
         const int m = l / 4 + 8 * (i >> 1), n = 2 * (l % 4) + (i & 1);
-        ASSERT_EQ(static_cast<float>(d[m][n] * kEmuAccScale), want[l][i])
+        ASSERT_EQ(static_cast<float>(d[m][n] * kEmuAccScale), mc.want[l][i])
             << trial << " " << m << " " << n;
       }
     }
@@ -181,29 +191,20 @@ TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
 // to chunk 2j + h, slot 2t' + e).
 TEST(FragmentMathTest, StagedPermutationMatchesModel) {
   uint32_t x = 77;
-  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
   auto scale = [](uint32_t word, int block) {
     return Bf16(Ue4m3ToBf16Scaled((word >> (8 * block)) & 0xFF, kEmuScaleExp2));
   };
   for (int trial = 0; trial < 50; ++trial) {
-    uint32_t a[32][4], b[32][2], sfa[32], sfb[32];
-    float c[32][4] = {}, want[32][4];
-    for (int l = 0; l < 32; ++l) {
-      for (auto& w : a[l]) w = next();
-      for (auto& w : b[l]) w = next();
-      sfa[l] = next() & 0x3F3F3F3Fu;
-      sfb[l] = next() & 0x3F3F3F3Fu;
-    }
-    MmaM16N8K64BlockScaled(a, b, c, sfa, sfb, want);
+    const MmaCase mc = RandomMmaCase(x);
     double A[16][4][16] = {}, B[8][4][16] = {};  // [row][slice j][slot]
     bool a_set[16][4][16] = {}, b_set[8][4][16] = {};
     for (int l = 0; l < 32; ++l) {
       const int g = l / 4, t = l % 4;
       for (int i = 0; i < 4; ++i) {  // DequantA: scale word of row g + 8(i&1), block of word
         const int row = g + 8 * (i & 1), word = t + 4 * (i >> 1);
-        const double f = scale(sfa[4 * g + (i & 1)], word / 2);
+        const double f = scale(mc.sfa[4 * g + (i & 1)], word / 2);
         for (int j = 0; j < 4; ++j) {
-          const uint32_t enc = E2m1NibblePairBf16Enc(a[l][i], a[l][i] >> 8, j);
+          const uint32_t enc = E2m1NibblePairBf16Enc(mc.a[l][i], mc.a[l][i] >> 8, j);
           for (int e = 0; e < 2; ++e) {
             const int slot = 8 * (i >> 1) + 2 * t + e;
             ASSERT_FALSE(a_set[row][j][slot]);
@@ -213,11 +214,12 @@ TEST(FragmentMathTest, StagedPermutationMatchesModel) {
         }
       }
     }
-    for (int n = 0; n < 8; ++n) {  // StoreB: row n, half h, words 4h + t' (B fragment b[4n+t'][h])
+    for (int n = 0; n < 8;
+         ++n) {  // StoreB: row n, half h, words 4h + t' (B fragment mc.b[4n+t'][h])
       for (int h = 0; h < 2; ++h) {
         for (int tp = 0; tp < 4; ++tp) {
-          const uint32_t w = b[4 * n + tp][h];
-          const double f = scale(sfb[4 * n], (4 * h + tp) / 2);
+          const uint32_t w = mc.b[4 * n + tp][h];
+          const double f = scale(mc.sfb[4 * n], (4 * h + tp) / 2);
           for (int j = 0; j < 4; ++j) {
             const uint32_t enc = E2m1NibblePairBf16Enc(w, w >> 8, j);
             for (int e = 0; e < 2; ++e) {
@@ -236,7 +238,7 @@ TEST(FragmentMathTest, StagedPermutationMatchesModel) {
         double d = 0;
         for (int j = 0; j < 4; ++j)
           for (int slot = 0; slot < 16; ++slot) d += A[m][j][slot] * B[n][j][slot];
-        ASSERT_EQ(static_cast<float>(d * kEmuAccScale), want[l][i])
+        ASSERT_EQ(static_cast<float>(d * kEmuAccScale), mc.want[l][i])
             << trial << " " << m << " " << n;
       }
     }
