@@ -104,13 +104,14 @@ H3_HD uint32_t E2m1PairBf16EncSplit(uint32_t even, uint32_t odd, int p) {
   return (z * 0x1040u) & 0x81C081C0u;
 }
 
-// The sm_90 staged emulation (mainloop.cuh) pairs nibbles j and j + 4 of a word (16 bits apart)
-// instead of a byte's two nibbles: bf16x2 of E2m1PairBf16Enc's encoding of nibble j (low half)
-// and nibble j + 4 (high half), j = 0..3, in 3 instructions: one mask isolates the two nibbles,
-// one multiply makes two shifted copies with disjoint bits (no carries): z * 0x1040 =
-// (z << 6) + (z << 12) for nibbles at bits 0..3 / 16..19, z * 0x104 = (z << 2) + (z << 8) for
-// nibbles at bits 4..7 / 20..23, and one mask keeps EEM at bits 6..8 and S at bit 15 of each
-// half. `hi` must be word >> 8 (computed once per word) for j = 2, 3.
+// The sm_90 staged emulation (sm90_staged_mainloop.cuh) pairs nibbles j and j + 4 of a word
+// (16 bits apart) instead of a byte's two nibbles: bf16x2 of E2m1PairBf16Enc's encoding of
+// nibble j (low half) and nibble j + 4 (high half), j = 0..3, in 3 instructions: one mask
+// isolates the two nibbles, one multiply makes two shifted copies with disjoint bits (no
+// carries): z * 0x1040 = (z << 6) + (z << 12) for nibbles at bits 0..3 / 16..19,
+// z * 0x104 = (z << 2) + (z << 8) for nibbles at bits 4..7 / 20..23, and one mask keeps EEM at
+// bits 6..8 and S at bit 15 of each half. `hi` must be word >> 8 (computed once per word) for
+// j = 2, 3.
 H3_HD uint32_t E2m1NibblePairBf16Enc(uint32_t word, uint32_t hi, int j) {
   const uint32_t src = j < 2 ? word : hi;
   return (j & 1) ? ((src & 0x00F000F0u) * 0x0104u) & 0x81C081C0u

@@ -97,36 +97,14 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
 
 // Per-context state: the synchronization words (allocated and zeroed once) and, per kernel
 // build, the co-resident CTA count from kernels::ConfigureOutProj (which also raised the
-// kernel's shared-memory limit in this context: both once, not on every call).
+// kernel's shared-memory limit in this context): both once, not on every call.
 struct ContextState {
   uint32_t* sync = nullptr;
-  int resident_ctas[3] = {0, 0, 0};  // indexed by kernels::KernelBuild
+  int resident_ctas[kernels::kKernelBuilds] = {};  // 0 = not configured yet
 };
 
-// The launch geometry of `build` in the current context, configured on first use.
-absl::StatusOr<int> ResidentCtas(ContextState* state, kernels::KernelBuild build) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  int& r = state->resident_ctas[static_cast<int>(build)];
-  if (r == 0) {
-    const cudaError_t e = kernels::ConfigureOutProj(build, &r);
-    if (e != cudaSuccess) {
-      r = 0;
-      return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
-    }
-  }
-  return r;
-}
-
-absl::StatusOr<ContextState*> CurrentContextState(cudaStream_t stream) {
-  static std::mutex mu;
-  static std::map<unsigned long long, ContextState*>* states =
-      new std::map<unsigned long long, ContextState*>();
-  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
-  if (!ctx.ok()) return ctx.status();
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = states->find(*ctx);
-  if (it != states->end()) return it->second;
+// A new context's state: its synchronization words, allocated and zeroed.
+absl::StatusOr<ContextState*> CreateContextState(cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing(stream, &capture);
   if (e != cudaSuccess) return CudaError(e, "cudaStreamIsCapturing");
@@ -147,7 +125,32 @@ absl::StatusOr<ContextState*> CurrentContextState(cudaStream_t stream) {
   }
   ContextState* state = new ContextState();
   state->sync = p;
-  (*states)[*ctx] = state;
+  return state;
+}
+
+// The current context's state, with `build` configured.
+absl::StatusOr<ContextState*> CurrentContextState(cudaStream_t stream, kernels::KernelBuild build) {
+  static std::mutex mu;
+  static std::map<unsigned long long, ContextState*>* states =
+      new std::map<unsigned long long, ContextState*>();
+  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
+  if (!ctx.ok()) return ctx.status();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = states->find(*ctx);
+  if (it == states->end()) {
+    absl::StatusOr<ContextState*> created = CreateContextState(stream);
+    if (!created.ok()) return created.status();
+    it = states->emplace(*ctx, *created).first;
+  }
+  ContextState* state = it->second;
+  int& resident = state->resident_ctas[static_cast<int>(build)];
+  if (resident == 0) {
+    const cudaError_t e = kernels::ConfigureOutProj(build, &resident);
+    if (e != cudaSuccess) {
+      resident = 0;
+      return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
+    }
+  }
   return state;
 }
 
@@ -279,10 +282,8 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  absl::StatusOr<ContextState*> state = CurrentContextState(stream);
+  absl::StatusOr<ContextState*> state = CurrentContextState(stream, kind->build);
   if (!state.ok()) return state.status();
-  absl::StatusOr<int> resident = ResidentCtas(*state, kind->build);
-  if (!resident.ok()) return resident.status();
 
   if (mode == CheckMode::kChecked) {
     // Checked mode reads the scales back and synchronizes: illegal inside a capture, where it
@@ -333,7 +334,7 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.act_q = args.act_q;
   l.act_sf = args.act_sf;
   l.sync = (*state)->sync;
-  l.resident_ctas = *resident;
+  l.resident_ctas = (*state)->resident_ctas[static_cast<int>(kind->build)];
 
   // Without caller workspaces: stream-ordered allocation keeps the call graph-capturable.
   void* ws = nullptr;

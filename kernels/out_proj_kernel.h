@@ -30,9 +30,10 @@ struct OutProjLaunch {
 };
 
 // kSm120Native: Sm120Config on sm_120a. kSm90Faithful: the same Sm120Config kernel compiled for
-// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: Sm90Config on sm_90a (tiles
-// dequantized to shared memory, wgmma).
+// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: Sm90Config on sm_90a (A
+// dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
+inline constexpr int kKernelBuilds = 3;  // KernelBuild values are 0 .. kKernelBuilds - 1
 
 // Once per context and build: raises the kernel's dynamic shared-memory limit and returns in
 // *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per SM).

@@ -219,7 +219,8 @@ __device__ __forceinline__ void IssueKStep(const uint32_t (&a16)[4][4], uint32_t
   WgmmaCommit();
 }
 
-// Shared-memory base of the staging buffers (the kernel's realignment of dynamic smem).
+// Shared-memory base of the staging buffers (the kernel's realignment of dynamic smem), recomputed
+// from the symbol where needed: a pointer kept live across the main loop costs registers.
 template <class Cfg>
 __device__ __forceinline__ uint32_t StagingBase() {
   extern __shared__ uint8_t smem_raw[];
@@ -258,7 +259,7 @@ __device__ __forceinline__ void ConsumeTile(const uint8_t* smem, uint64_t* full,
 
   uint32_t a16[2][4][4];  // two A register sets: [k % 2][k16 slice j][wgmma A register]
   ptx::MbarWait(&full[stage], phase);
-  KStepCodes c;                             // codes of the k-step dequantized next
+  KStepCodes c;  // codes of the k-step dequantized next
   LoadKStep<Cfg>(Stage<Cfg>(smem, stage), l, 0, c);
   StoreB(c, l, emu);
   DequantA(c, l, a16[0]);
@@ -304,11 +305,8 @@ __device__ __forceinline__ void ConsumeTile(const uint8_t* smem, uint64_t* full,
 template <class Cfg>
 __device__ __forceinline__ void FinishTile(WarpAcc<Cfg>& acc) {
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = ptx::SmemAddr(smem_raw);
-  const uint32_t base =
-      raw + ((Cfg::kSmemAlign - (raw & (Cfg::kSmemAlign - 1))) & (Cfg::kSmemAlign - 1));
-  float* tile = reinterpret_cast<float*>(smem_raw + (base - raw) + Cfg::kEmuOffset);
-  static_assert(Cfg::kEmuBufBytes >= 128 * 128 * 4, "f32 tile fits the staging buffers");
+  float* tile = reinterpret_cast<float*>(  // [128][128] f32 (fits: config.cuh)
+      smem_raw + (StagingBase<Cfg>() - ptx::SmemAddr(smem_raw)));
   const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
   const int wg = cw / 4, w = cw % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
