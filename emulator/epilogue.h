@@ -1,7 +1,7 @@
 #ifndef EMULATOR_EPILOGUE_H_
 #define EMULATOR_EPILOGUE_H_
 
-// The gated-residual epilogue of contract section 6.
+// The gated-residual epilogue of docs/contract.md section 6.
 
 #include <cstdint>
 

@@ -30,7 +30,7 @@ struct ElementCase {
   uint16_t gate, residual, want;
 };
 
-// Worked by hand from contract section 6.
+// Worked by hand from docs/contract.md section 6.
 const ElementCase kElementCases[] = {
     {"one_plus_one", 1.0f, 1.0f, 0x3F80, 0x3F80, 0x4000},           // 1 + 1*1 = 2
     {"negative_gate_cancels", 1.0f, 1.0f, 0xBF80, 0x3F80, 0x0000},  // 1 + (-1) = +0

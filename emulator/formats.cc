@@ -1,7 +1,5 @@
 #include "emulator/formats.h"
 
-#include <cmath>
-#include <cstring>
 
 namespace h3 {
 namespace {
@@ -45,20 +43,6 @@ uint32_t RoundMagnitudeToMiniFloat(uint32_t abs_bits, int mbits, int emin, uint3
 
 }  // namespace
 
-uint32_t F32Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float F32FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-float Bf16ToF32(uint16_t b) { return F32FromBits(static_cast<uint32_t>(b) << 16); }
-
 uint16_t F32ToBf16(float f) {
   const uint32_t u = F32Bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFF;  // any NaN
@@ -71,20 +55,11 @@ uint16_t F32ToBf16(float f) {
 uint8_t F32ToE2M1(float f) {
   const uint32_t u = F32Bits(f);
   const uint32_t abs_bits = u & 0x7FFFFFFFu;
-  if (abs_bits > 0x7F800000u) return 0x7;  // NaN -> 0x7 (contract section 2)
+  if (abs_bits > 0x7F800000u) return 0x7;  // NaN -> 0x7 (docs/contract.md section 2)
   const uint8_t sign = (u >> 31) ? 0x8 : 0x0;
   if (abs_bits == 0x7F800000u) return sign | 0x7;  // +-Inf -> +-6
   // E2M1: 1 mantissa bit, bias 1 -> minimum normal exponent 0; max code 7 = 6.
   return sign | static_cast<uint8_t>(RoundMagnitudeToMiniFloat(abs_bits, 1, 0, 7));
-}
-
-float E2M1ToF32(uint8_t code) {
-  const int e = (code >> 1) & 3;
-  const int m = code & 1;
-  // e == 0: m * 2^-1; else 2^(e-1) * (1 + m/2). All exact in f32.
-  const float mag = e == 0 ? 0.5f * static_cast<float>(m)
-                           : std::ldexp(1.0f + 0.5f * static_cast<float>(m), e - 1);
-  return (code & 8) ? -mag : mag;
 }
 
 uint8_t F32ToE4M3(float f) {
@@ -96,24 +71,6 @@ uint8_t F32ToE4M3(float f) {
   // E4M3FN: 3 mantissa bits, bias 7 -> minimum normal exponent -6; the largest
   // finite code is 0x7E = 448 (0x7F is NaN), so rounding past it saturates.
   return sign | static_cast<uint8_t>(RoundMagnitudeToMiniFloat(abs_bits, 3, -6, 0x7E));
-}
-
-float E4M3ToF32(uint8_t byte) {
-  const int e = (byte >> 3) & 0xF;
-  const int m = byte & 7;
-  if (e == 15 && m == 7) return std::nanf("");
-  // e == 0: m * 2^-9; else 2^(e-7) * (1 + m/8). All exact in f32.
-  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9)
-                           : std::ldexp(1.0f + static_cast<float>(m) / 8.0f, e - 7);
-  return (byte & 0x80) ? -mag : mag;
-}
-
-int32_t E4M3Times512(uint8_t byte) {
-  const int e = (byte >> 3) & 0xF;
-  const int m = byte & 7;
-  // e == 0: m; else (8 + m) * 2^(e-1)  [= 2^(e-7) (1 + m/8) * 2^9].
-  const int32_t mag = e == 0 ? m : (8 + m) << (e - 1);
-  return (byte & 0x80) ? -mag : mag;
 }
 
 }  // namespace h3

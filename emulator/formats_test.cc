@@ -34,7 +34,7 @@ TEST(E2M1, DecodesAll16Codes) {
 }
 
 TEST(E4M3, DecodesAll256Codes) {
-  // Anchors from the definition (contract section 2).
+  // Anchors from the definition (docs/contract.md section 2).
   struct Case {
     uint8_t byte;
     float want;
@@ -73,7 +73,7 @@ struct EncodeCase {
 
 TEST(E2M1, EncodesBoundaries) {
   const EncodeCase kCases[] = {
-      // Ties of contract section 2 and one ulp either side.
+      // Ties of docs/contract.md section 2 and one ulp either side.
       {0.25f, 0x0},
       {Down(0.25f), 0x0},
       {Up(0.25f), 0x1},

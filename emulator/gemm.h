@@ -1,7 +1,7 @@
 #ifndef EMULATOR_GEMM_H_
 #define EMULATOR_GEMM_H_
 
-// The block-scaled GEMM of contract section 6, two ways:
+// The block-scaled GEMM of docs/contract.md section 6, two ways:
 //  - fast: Eigen f32 GEMM on dequantized operands. Every dequantized value
 //    e2m1 * ue4m3 is exact in f32 (2 + 4 significant bits) and so is every
 //    product of two of them (12 bits), so only the summation order differs
@@ -78,7 +78,7 @@ ExactAcc ExactDot(const IntOperand& a, int64_t a_row, const IntOperand& w, int64
 // exact zero, as an f32 sum started from +0 gives).
 float ExactToF32(const ExactAcc& acc);
 
-// The f32 values the hardware's accumulation may return, per contract section
+// The f32 values the hardware's accumulation may return, per docs/contract.md section
 // 6: every f32 in [acc - B, acc + B] with B = (K-1) 2^-24 sum|products|,
 // except B = 0 when all products are multiples of 2^e and sum|products| <
 // 2^(e+24) (then every partial sum, in any order, is exactly representable).

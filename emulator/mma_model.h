@@ -1,7 +1,7 @@
 #ifndef EMULATOR_MMA_MODEL_H_
 #define EMULATOR_MMA_MODEL_H_
 
-// A model of ONE warp-level SM120 instruction (contract section 7):
+// A model of ONE warp-level SM120 instruction (docs/contract.md section 7):
 //   mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X
 //       .f32.e2m1.e2m1.f32.ue4m3 d, a, b, c, sfa, {0, 0}, sfb, {0, 0}
 // from the 32 lanes' registers to d, plus packers that build the registers
@@ -24,7 +24,7 @@ namespace h3 {
 //   sfb[32]: lane 4g -> column g; other lanes ignored
 // D[m,n] = C[m,n] + sum_b SFA(m,b) SFB(n,b) sum_{k in block b} A[m,k] B[k,n].
 // The model computes the sum exactly and rounds C + sum once to f32
-// (nearest-even): one of the results contract section 6 allows, and THE
+// (nearest-even): one of the results docs/contract.md section 6 allows, and THE
 // result whenever the data is exact (the hardware's internal order and
 // precision are not specified). A NaN scale (0x7F) on a row or column makes
 // that whole row/column of D NaN.
@@ -44,7 +44,7 @@ void PackSfa(absl::Span<const uint8_t> scales, int64_t scale_cols, int64_t row0,
              uint32_t sfa[32]);
 void PackSfb(absl::Span<const uint8_t> scales, int64_t scale_cols, int64_t col0, int64_t k0,
              uint32_t sfb[32]);
-// Scales from the 128x4 swizzled layout (contract section 4): for one row and
+// Scales from the 128x4 swizzled layout (docs/contract.md section 4): for one row and
 // one 64-wide k step the four scales are one aligned little-endian word.
 void PackSfbSwizzled(absl::Span<const uint8_t> swizzled, int64_t scale_cols, int64_t col0,
                      int64_t k0, uint32_t sfb[32]);

@@ -16,7 +16,7 @@ namespace {
 
 using ::h3::testing::ToBits;
 
-// Register-layout facts of contract section 7, lane l = 4g + t, as a table:
+// Register-layout facts of docs/contract.md section 7, lane l = 4g + t, as a table:
 // which (row, first k) each A register holds, (column, first k) for B, (row, col) for C/D.
 TEST(MmaModel, PackAFragmentLayoutTable) {
   // codes[row][byte] = row * 32 + byte (K = 64 -> 32 bytes a row), 16 rows.

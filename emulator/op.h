@@ -1,14 +1,14 @@
 #ifndef EMULATOR_OP_H_
 #define EMULATOR_OP_H_
 
-// The whole op (contract section 6) with the GPU op's arguments:
+// The whole op (docs/contract.md section 6) with the GPU op's arguments:
 // quantize attn_out (section 3) -> block-scaled GEMM -> gated residual.
 
 #include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "emulator/shape.h"
+#include "core/shape.h"
 
 namespace h3 {
 

@@ -8,7 +8,7 @@
 #include "emulator/formats.h"
 
 // This file is compiled with -ffp-contract=off; every f32 operation below is
-// one IEEE binary32 operation rounded to nearest-even, as contract section 3
+// one IEEE binary32 operation rounded to nearest-even, as docs/contract.md section 3
 // spells it out.
 
 namespace h3 {

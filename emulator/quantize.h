@@ -1,16 +1,14 @@
 #ifndef EMULATOR_QUANTIZE_H_
 #define EMULATOR_QUANTIZE_H_
 
-// Block-16 NVFP4 quantization, contract section 3 (FlashInfer's exact variant).
+// Block-16 NVFP4 quantization, docs/contract.md section 3 (FlashInfer's exact variant).
 
 #include <cstdint>
 
 #include "absl/types/span.h"
+#include "core/formats.h"  // kRcp6Bits
 
 namespace h3 {
-
-// RN(1/6) as binary32 (0x3E2AAAAB), the constant of contract section 3 step 2.
-inline constexpr uint32_t kRcp6Bits = 0x3E2AAAABu;
 
 // One block of 16 values (x are f32, normally exact bf16 values) with global
 // scale gs: writes the UE4M3 scale byte *sf and 8 packed bytes (low nibble =

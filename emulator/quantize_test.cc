@@ -29,7 +29,7 @@ struct BlockCase {
   std::array<uint8_t, 8> want_packed;
 };
 
-// Expected values worked by hand from contract section 3 (comments show the steps).
+// Expected values worked by hand from docs/contract.md section 3 (comments show the steps).
 const BlockCase kBlockCases[] = {
     // amax = 0 -> sfv = 0 -> sf 0; os = 0; codes e2m1(+0) = 0.
     {"all_zero", {}, 1.0f, 0x00, {}},

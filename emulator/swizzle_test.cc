@@ -12,7 +12,7 @@ struct OffsetCase {
   int64_t row, col, cols, want;
 };
 
-// From the formula of contract section 4, worked by hand.
+// From the formula of docs/contract.md section 4, worked by hand.
 const OffsetCase kOffsets[] = {
     {0, 0, 448, 0},
     {0, 1, 448, 1},

@@ -1,7 +1,7 @@
 #ifndef EMULATOR_TEST_UTIL_H_
 #define EMULATOR_TEST_UTIL_H_
 
-// Test helpers: an INDEPENDENT model of contract sections 2-3 (double
+// Test helpers: an INDEPENDENT model of docs/contract.md sections 2-3 (double
 // arithmetic with one explicit rounding per f32 operation, and brute-force
 // nearest-even over all codes), random data, and an op-input bundle.
 

@@ -25,7 +25,7 @@ absl::StatusOr<QuantizedWeight> QuantizeWeightImpl(absl::Span<const T> w, int64_
     return absl::InvalidArgumentError(
         absl::StrFormat("weight: expected n*k = %d elements, got %d", n * k, w.size()));
   }
-  // amax = max |W| as f32; a non-finite W is an error (contract section 5).
+  // amax = max |W| as f32; a non-finite W is an error (docs/contract.md section 5).
   float amax = 0.0f;
   for (int64_t i = 0; i < n * k; ++i) {
     const float v = to_f32(w[i]);

@@ -1,7 +1,7 @@
 #ifndef EMULATOR_WEIGHT_H_
 #define EMULATOR_WEIGHT_H_
 
-// Weight quantization, contract section 5
+// Weight quantization, docs/contract.md section 5
 // (`quantize_minimax_h3_o_weight_nvfp4`).
 
 #include <cstdint>

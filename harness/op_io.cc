@@ -28,7 +28,7 @@ absl::Status ShapeError(const std::string& path, absl::Span<const int64_t> found
       absl::StrCat(path, ": shape ", Shape(found), ", expected ", expected));
 }
 
-// A scalar file: shape (1,) or () and a finite value > 0 (contract section 3:
+// A scalar file: shape (1,) or () and a finite value > 0 (docs/contract.md section 3:
 // global scales must be finite and positive).
 absl::StatusOr<float> LoadGlobalScale(const std::string& path) {
   absl::StatusOr<TypedArray<float>> a = ReadNpyAs<float>(path);

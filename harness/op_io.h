@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "emulator/op.h"
-#include "emulator/shape.h"
+#include "core/shape.h"
 
 namespace h3 {
 

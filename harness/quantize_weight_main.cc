@@ -1,4 +1,4 @@
-// The weight quantizer of contract section 5 on .npy files:
+// The weight quantizer of docs/contract.md section 5 on .npy files:
 //   ./bazelw run //harness:quantize_weight -- --weight=W.npy --out_dir=DIR
 
 #include <cstdio>

@@ -3,18 +3,16 @@
 
 // The one configuration of the fused out-projection kernel: tile shape, pipeline depth, warp
 // roles, shared-memory layout and the quantizer's work units. Everything else derives from here.
+// The Hopper validation build derives its own from this template (sm90/config.cuh).
 
 #include <cstdint>
 
-#include "kernels/sync_words.h"
 
 namespace h3::kernels {
 
 // sm_120 (RTX 5090 / RTX PRO 6000): 99 KiB of dynamic shared memory per block
 // (cutlass sm120_smem_capacity_bytes = 101376).
 inline constexpr int kSm120SmemBytes = 101376;
-// sm_90 (H100/H200): 227 KiB per block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
-inline constexpr int kSm90SmemBytes = 232448;
 
 template <int kStages_, int kSmemBudget_>
 struct OutProjConfig {
@@ -67,10 +65,10 @@ struct OutProjConfig {
   static constexpr int kSmemAlign = 1024;
   // The dynamic shared-memory base is only guaranteed 16-byte aligned: pad for the realignment.
   static constexpr int kSmemBytes = kSmemUsed + kSmemAlign - 16;
-  // sm_90 validation only (Sm90Config below): bytes of the shared bf16 staging buffers of the
-  // emulated MMA (0 = none: the emulation dequantizes in registers, per warp).
-  static constexpr int kEmuBufBytes = 0;
-  static constexpr int kEmuOffset = 0;
+  // The consumer loop: false = the SM120 fragment main loop (mainloop.cuh; on sm_90a with the
+  // MMA emulated from its registers). Only the Hopper validation config (sm90/config.cuh) sets
+  // true: its own staged wgmma loop.
+  static constexpr bool kSm90Staged = false;
 
   // ---- Quantizer work units: kQuantRows rows of attn_out, claimed dynamically. ----
   static constexpr int kQuantRows = 4;
@@ -103,33 +101,6 @@ struct OutProjConfig {
 // The native SM120 build: 2 stages x 36 KiB fit 99 KiB.
 using Sm120Config = OutProjConfig<2, kSm120SmemBytes>;
 static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-// The sm_90 validation build runs the same kernel with its own pipeline depth, plus bf16 staging
-// tiles of the weights for the emulated MMA (sm90_staged_mainloop.cuh): the consumer warps
-// dequantize each MMA k-step's B tile (128 x 64 e2m1) once per CTA into a [128][128 B] bf16 tile
-// (128B-swizzled) that wgmma.m64n128k16 reads; A is dequantized in registers. One staging tile
-// per k-step of a stage (4), so wgmmas of one k-step still run while the next k-step's are
-// issued. The tiles also hold the f32 tile of FinishTile.
-struct Sm90Config : OutProjConfig<4, kSm90SmemBytes> {
-  using Base = OutProjConfig<4, kSm90SmemBytes>;
-  static constexpr int kEmuTileBytes = Base::kBN * 64 * 2;  // one k-step of B in bf16
-  static constexpr int kEmuBufs = Base::kKSteps;            // one B tile per k-step of a stage
-  static constexpr int kEmuBufBytes = kEmuBufs * kEmuTileBytes;
-  static constexpr int kEmuOffset =
-      (Base::kSmemUsed + Base::kSmemAlign - 1) / Base::kSmemAlign * Base::kSmemAlign;
-  static constexpr int kSmemUsed = kEmuOffset + kEmuBufBytes;
-  static constexpr int kSmemBytes = kSmemUsed + Base::kSmemAlign - 16;
-  static_assert(Base::kBM == 128 && Base::kBN == 128, "staging tiles are [128][128 B]");
-  static_assert(kEmuBufs >= 3, "the consumer loop waits for all but the newest wgmma group");
-  static_assert(kEmuBufBytes >= Base::kBM * Base::kBN * 4, "FinishTile's f32 tile fits");
-  static_assert(kEmuTileBytes % 1024 == 0 && kEmuOffset % 1024 == 0, "128B-swizzle atoms aligned");
-  static_assert(kSmemBytes <= kSm90SmemBytes, "sm_90: 227 KiB per block");
-};
-
-// Global synchronization words (per device, zero between launches).
-inline constexpr int kSyncWorkCounter = 0;   // next quantizer unit to claim
-inline constexpr int kSyncDoneCounter = 1;   // CTAs finished
-inline constexpr int kSyncFlagsOffset = 32;  // per-m-tile count of finished quantizer units
-static_assert(kSyncWordCount == kSyncFlagsOffset + kSyncMaxMTiles, "sync buffer layout");
 
 }  // namespace h3::kernels
 

@@ -1,7 +1,8 @@
 #ifndef H3_KERNELS_EPILOGUE_CUH_
 #define H3_KERNELS_EPILOGUE_CUH_
 
-// The fused epilogue of contract section 6, from the accumulator registers to global memory:
+// The fused epilogue (docs/contract.md section 6), from the accumulator registers to global
+// memory:
 //   o = acc (x) alpha;  t = bf16(f32(gate[g, n]) (x) o);  out = bf16(f32(residual) (+) f32(t))
 // for g = gate_index[m] in [0, G); otherwise out = residual bit for bit. Each element of
 // residual is read and then out written by the same thread, so out == residual is safe.

@@ -15,9 +15,22 @@
 #include "emulator/formats.h"
 #include "emulator/mma_model.h"
 #include "emulator/swizzle.h"
+#include "kernels/sm90/cvt_emulated.h"
+#include "kernels/sm90/emu_fragment_math.h"
 
 namespace h3::kernels {
 namespace {
+
+using sm90::E2m1NibblePairBf16Enc;
+using sm90::E2m1PairBf16Enc;
+using sm90::E2m1PairBf16EncSplit;
+using sm90::EmuPair;
+using sm90::EmuScaleByte;
+using sm90::EmuWordA;
+using sm90::EmuWordB;
+using sm90::kEmuAccScale;
+using sm90::kEmuScaleExp2;
+using sm90::Ue4m3ToBf16Scaled;
 
 constexpr int kRows = 128, kK = 256, kRowBytes = kK / 2, kScaleCols = kK / 16;
 
@@ -183,7 +196,7 @@ TEST(FragmentMathTest, EmulationPermutationMatchesModel) {
   }
 }
 
-// The sm_90 staged emulation (sm90_staged_mainloop.cuh, Sm90Emulation::kFast), evaluated exactly
+// The sm_90 staged emulation (sm90/staged_mainloop.cuh, Sm90Emulation::kFast), evaluated exactly
 // (double) against the model: wgmma k16 slice j, slot 8h + 2t + e of an MMA k-step holds
 // physical k = 32h + 8t + j + 4e for both operands. A as DequantA builds its register operand from
 // the ldmatrix fragment (register i of lane (g, t): row g + 8(i&1), word t + 4(i>>1), pair j to
@@ -270,10 +283,23 @@ TEST(FragmentMathTest, NibblePairEncodingMatchesReference) {
   }
 }
 
-TEST(FragmentMathTest, Ue4m3DecodeMatchesEmulator) {
-  for (uint32_t b = 0; b < 0x7F; ++b)
-    ASSERT_EQ(Ue4m3ToF32(b), E4M3ToF32(static_cast<uint8_t>(b))) << b;
-  ASSERT_TRUE(std::isnan(Ue4m3ToF32(0x7F)));
+// The sm_90 build's software e2m1 conversion against the emulator's (both written from the
+// contract, independently): every 251st f32 pattern (both signs, every exponent, NaN, Inf) and
+// every tie and its neighbours.
+TEST(FragmentMathTest, SoftE2m1MatchesEmulator) {
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 251) {
+    const float v = F32FromBits(static_cast<uint32_t>(u));
+    ASSERT_EQ(sm90::F32ToE2m1Soft(v), F32ToE2M1(v)) << std::hex << "0x" << u;
+  }
+  for (const float tie : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0.0f}) {
+    for (const float sign : {1.0f, -1.0f}) {
+      const uint32_t b = F32Bits(sign * tie);
+      for (const uint32_t bits : {b - 1, b, b + 1}) {
+        const float v = F32FromBits(bits);
+        ASSERT_EQ(sm90::F32ToE2m1Soft(v), F32ToE2M1(v)) << std::hex << "0x" << bits;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 #ifndef H3_KERNELS_MAINLOOP_CUH_
 #define H3_KERNELS_MAINLOOP_CUH_
 
-// Consumer main loop body: one pipeline stage (kBK = 4 MMA k-steps) of a warp's 64 x 32 tile.
-// Fragments come straight from the 128B-swizzled stage by ldmatrix (a K-major 32-byte row slice
-// is exactly the MMA register), scales by one 32-bit LDS per fragment.
+// The SM120 consumer main loop body: one pipeline stage (kBK = 4 MMA k-steps) of a warp's
+// 64 x 32 tile. Fragments come straight from the 128B-swizzled stage by ldmatrix (a K-major
+// 32-byte row slice is exactly the MMA register), scales by one 32-bit LDS per fragment, then
+// kMFrags x kNFrags block-scaled MMAs (mma.cuh).
 
 #include <cstdint>
 
 #include "kernels/fragment_math.h"
-#include "kernels/mma_block_scaled.cuh"
+#include "kernels/mma.cuh"
 #include "kernels/ptx.cuh"
 #include "kernels/warp_acc.cuh"
 
@@ -49,32 +50,7 @@ __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_
       sfb[j] = *reinterpret_cast<const uint32_t*>(sfb_tile +
                                                   SfbOffset(SfbCol(lane, n_base + 8 * j), kk));
     }
-    if constexpr (kNativeBlockScaledMma) {
-#pragma unroll
-      for (int i = 0; i < Cfg::kMFrags; ++i) {
-#pragma unroll
-        for (int j = 0; j < Cfg::kNFrags; ++j) {
-          MmaBlockScaledNative(acc.v[i][j], a[i], b[j], sfa[i], sfb[j]);
-        }
-      }
-    } else {
-      // sm_90 validation: dequantize each fragment once per k-step (fragment_math.h), then
-      // 4 bf16 MMAs per block-scaled MMA. Accumulator scaled by 2^-16 (kEmuAccScale).
-      uint32_t bq[Cfg::kNFrags][4][2];
-#pragma unroll
-      for (int j = 0; j < Cfg::kNFrags; ++j) DequantBFragment(b[j], sfb[j], bq[j]);
-#pragma unroll
-      for (int i = 0; i < Cfg::kMFrags; ++i) {
-        uint32_t aq[4][4];
-        DequantAFragment(a[i], sfa[i], aq);
-        // s outer, j inner: consecutive MMAs write different accumulators (no dependency).
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-#pragma unroll
-          for (int j = 0; j < Cfg::kNFrags; ++j) MmaBf16(acc.v[i][j], aq[s], bq[j][s]);
-        }
-      }
-    }
+    WarpTileMma<Cfg>(acc, a, b, sfa, sfb);
   }
 }
 

@@ -7,12 +7,13 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "kernels/out_proj_kernel.h"
-#include "kernels/sync_words.h"
+#include "kernels/out_proj_launch.h"
+#include "kernels/ready_flags.h"  // ReadyFlagWords
 
 namespace h3 {
 namespace {
@@ -57,9 +58,9 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
       dev, prop.name, major, minor));
 }
 
-// The current CUDA context's process-unique id (driver cuCtxGetId, CUDA 12.0+). The sync buffer
-// is kept per context, not per device number: after cudaDeviceReset the device gets a new
-// context, and the old buffer (freed by the reset) must never be handed to a kernel again.
+// The current CUDA context's process-unique id (driver cuCtxGetId, CUDA 12.0+). The launch
+// geometry is kept per context, not per device number: after cudaDeviceReset the device gets a
+// new context whose kernel attributes start from scratch.
 absl::StatusOr<unsigned long long> CurrentContextId() {
   using GetCurrentFn = CUresult (*)(CUcontext*);
   using GetIdFn = CUresult (*)(CUcontext, unsigned long long*);
@@ -82,8 +83,8 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
   if (status != cudaSuccess) return CudaError(status, "cudaGetDriverEntryPointByVersion(cuCtx*)");
   CUcontext ctx = nullptr;
   if (get_current(&ctx) == CUDA_SUCCESS && ctx == nullptr) {
-    // No context yet: cudaFree(nullptr) makes the runtime's primary context current. Only then:
-    // cudaFree is not allowed while a stream is being captured (and a capture implies a context).
+    // No context yet: cudaFree(nullptr) makes the runtime's primary context current. A stream
+    // being captured implies a current context, so this never runs inside a capture.
     const cudaError_t e = cudaFree(nullptr);
     if (e != cudaSuccess) return CudaError(e, "cudaFree(nullptr) (context initialization)");
     get_current(&ctx);
@@ -95,63 +96,26 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
   return id;
 }
 
-// Per-context state: the synchronization words (allocated and zeroed once) and, per kernel
-// build, the co-resident CTA count from kernels::ConfigureOutProj (which also raised the
-// kernel's shared-memory limit in this context): both once, not on every call.
-struct ContextState {
-  uint32_t* sync = nullptr;
-  int resident_ctas[kernels::kKernelBuilds] = {};  // 0 = not configured yet
-};
-
-// A new context's state: its synchronization words, allocated and zeroed.
-absl::StatusOr<ContextState*> CreateContextState(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
-  if (e != cudaSuccess) return CudaError(e, "cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone) {
-    return absl::FailedPreconditionError(
-        "minimax_h3_nvfp4_out_proj: the first call on a device allocates its synchronization "
-        "buffer and cannot be captured; run it once eagerly before capturing");
-  }
-  uint32_t* p = nullptr;
-  const size_t bytes = kernels::kSyncWordCount * sizeof(uint32_t);
-  e = cudaMalloc(&p, bytes);
-  if (e != cudaSuccess) return CudaError(e, "cudaMalloc(sync words)");
-  e = cudaMemset(p, 0, bytes);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) {
-    cudaFree(p);
-    return CudaError(e, "cudaMemset(sync words)");
-  }
-  ContextState* state = new ContextState();
-  state->sync = p;
-  return state;
-}
-
-// The current context's state, with `build` configured.
-absl::StatusOr<ContextState*> CurrentContextState(cudaStream_t stream, kernels::KernelBuild build) {
+// The co-resident CTA count of `build` in the current context, from kernels::ConfigureOutProj
+// (which also raises the kernel's shared-memory limit in this context): once per (context,
+// build), not on every call. Neither step allocates or synchronizes, so it may run during a
+// capture.
+absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
   static std::mutex mu;
-  static std::map<unsigned long long, ContextState*>* states =
-      new std::map<unsigned long long, ContextState*>();
+  static auto* resident =
+      new std::map<std::pair<unsigned long long, kernels::KernelBuild>, int>();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  auto it = states->find(*ctx);
-  if (it == states->end()) {
-    absl::StatusOr<ContextState*> created = CreateContextState(stream);
-    if (!created.ok()) return created.status();
-    it = states->emplace(*ctx, *created).first;
-  }
-  ContextState* state = it->second;
-  int& resident = state->resident_ctas[static_cast<int>(build)];
-  if (resident == 0) {
-    const cudaError_t e = kernels::ConfigureOutProj(build, &resident);
+  int& ctas = (*resident)[{*ctx, build}];
+  if (ctas == 0) {
+    const cudaError_t e = kernels::ConfigureOutProj(build, &ctas);
     if (e != cudaSuccess) {
-      resident = 0;
+      ctas = 0;
       return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
     }
   }
-  return state;
+  return ctas;
 }
 
 struct Range {
@@ -188,9 +152,7 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.n > (int64_t{1} << 30)) return bad("n", "<= 2^30", a.n);
   if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
   if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
-  if (a.m > int64_t{kernels::kSyncMaxMTiles} * 128) {  // (m + 127) / 128 could overflow
-    return bad("m", absl::StrFormat("<= %d", kernels::kSyncMaxMTiles * 128), a.m);
-  }
+  if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
   if (a.m == 0) return absl::OkStatus();
   // Alignment: 16 bytes where TMA / bulk copies / 16-byte vector loads read, 4 bytes where
   // the epilogue moves bf16 pairs.
@@ -217,6 +179,9 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
     if (!(s = CheckPtr("act_q", a.act_q, 16)).ok()) return s;
     if (!(s = CheckPtr("act_sf", a.act_sf, 16)).ok()) return s;
   }
+  if (a.ready_flags != nullptr && !(s = CheckPtr("ready_flags", a.ready_flags, 16)).ok()) {
+    return s;
+  }
   // Overlaps: out may be exactly residual; act_q/act_sf/out must not overlap anything else.
   auto r = [](const char* name, const void* p, int64_t bytes) {
     const uintptr_t b = reinterpret_cast<uintptr_t>(p);
@@ -237,6 +202,7 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
       r("out", a.out, a.m * a.n * 2),
       r("act_q", a.act_q, a.m * a.k / 2),
       r("act_sf", a.act_sf, a.m * a.k / 16),
+      r("ready_flags", a.ready_flags, OutProjReadyFlagBytes(a.m)),
   };
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {
@@ -271,6 +237,12 @@ absl::Status CheckScale(const char* name, float v) {
 
 }  // namespace
 
+int64_t OutProjReadyFlagBytes(int64_t m) {
+  if (m < 0) m = 0;
+  const int64_t bytes = kernels::ReadyFlagWords(m, kOutProjTileM) * int64_t{sizeof(uint32_t)};
+  return (bytes + 15) / 16 * 16;
+}
+
 absl::StatusOr<std::string> OutProjBackendName(Sm90Emulation sm90_emulation) {
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(sm90_emulation);
   if (!kind.ok()) return kind.status();
@@ -282,8 +254,8 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  absl::StatusOr<ContextState*> state = CurrentContextState(stream, kind->build);
-  if (!state.ok()) return state.status();
+  absl::StatusOr<int> resident_ctas = ResidentCtas(kind->build);
+  if (!resident_ctas.ok()) return resident_ctas.status();
 
   if (mode == CheckMode::kChecked) {
     // Checked mode reads the scales back and synchronizes: illegal inside a capture, where it
@@ -333,22 +305,35 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.out = args.out;
   l.act_q = args.act_q;
   l.act_sf = args.act_sf;
-  l.sync = (*state)->sync;
-  l.resident_ctas = (*state)->resident_ctas[static_cast<int>(kind->build)];
+  l.resident_ctas = *resident_ctas;
 
-  // Without caller workspaces: stream-ordered allocation keeps the call graph-capturable.
+  // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
+  // stream-ordered allocation: no synchronization, so the call stays graph-capturable.
+  const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(args.m));
+  const size_t q_bytes = (static_cast<size_t>(args.m) * (args.k / 2) + 255) / 256 * 256;
+  const size_t sf_bytes = static_cast<size_t>(args.m) * (args.k / 16);
+  size_t ws_bytes = 0;
+  if (args.ready_flags == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
+  if (args.act_q == nullptr) ws_bytes += q_bytes + sf_bytes;
   void* ws = nullptr;
-  if (l.act_q == nullptr) {
-    const size_t q_bytes = static_cast<size_t>(args.m) * (args.k / 2);
-    const size_t sf_bytes = static_cast<size_t>(args.m) * (args.k / 16);
-    const size_t q_padded = (q_bytes + 255) / 256 * 256;
-    cudaError_t e = cudaMallocAsync(&ws, q_padded + sf_bytes, stream);
-    if (e != cudaSuccess) return CudaError(e, "cudaMallocAsync(act_q/act_sf workspace)");
-    l.act_q = static_cast<uint8_t*>(ws);
-    l.act_sf = static_cast<uint8_t*>(ws) + q_padded;
+  if (ws_bytes > 0) {
+    const cudaError_t e = cudaMallocAsync(&ws, ws_bytes, stream);
+    if (e != cudaSuccess) return CudaError(e, "cudaMallocAsync(workspace)");
   }
-  const char* what = "";
-  cudaError_t e = kernels::LaunchOutProj(l, kind->build, stream, &what);
+  uint8_t* next = static_cast<uint8_t*>(ws);
+  void* flags = args.ready_flags;
+  if (flags == nullptr) {
+    flags = next;
+    next += (flag_bytes + 255) / 256 * 256;
+  }
+  if (l.act_q == nullptr) {
+    l.act_q = next;
+    l.act_sf = next + q_bytes;
+  }
+  l.ready_flags = static_cast<uint32_t*>(flags);
+  const char* what = "cudaMemsetAsync(ready flags)";
+  cudaError_t e = cudaMemsetAsync(flags, 0, flag_bytes, stream);
+  if (e == cudaSuccess) e = kernels::LaunchOutProj(l, kind->build, stream, &what);
   if (ws != nullptr) {
     const cudaError_t f = cudaFreeAsync(ws, stream);
     if (e == cudaSuccess && f != cudaSuccess) {

@@ -1,7 +1,7 @@
 #ifndef H3_KERNELS_OUT_PROJ_H_
 #define H3_KERNELS_OUT_PROJ_H_
 
-// minimax_h3_nvfp4_out_proj on the GPU (contract: shared/spec/contract.md). One launch of a
+// minimax_h3_nvfp4_out_proj on the GPU (contract: docs/contract.md). One launch of a
 // persistent kernel: NVFP4 quantization of attn_out overlapped with the block-scaled GEMM and the
 // fused gated-residual epilogue.
 //
@@ -9,11 +9,14 @@
 // (H100/H200) runs the validation build of the same kernel source with the block-scaled MMA and
 // the e2m1 conversion emulated exactly. Other devices: Unimplemented.
 //
-// Concurrency: the kernel synchronizes its CTAs through a small per-device buffer (allocated on
-// the first call on a device, returned to zero by every launch). Calls on one device must not
-// run concurrently (on different streams) with each other; calls on one stream, back-to-back
-// launches and CUDA-graph replays are fine. The first call on a device must not happen while
-// its stream is being captured (it allocates); any later call may be captured.
+// Concurrency and CUDA graphs: each call has its own ready-flag workspace (the words through which
+// the quantizer warps tell the load warps that an m-tile of act_q/act_sf is complete; see
+// kernels/ready_flags.h). The caller passes it (OutProjArgs::ready_flags) or the op allocates it
+// stream-ordered (cudaMallocAsync / cudaFreeAsync on `stream`); either way the op zeroes it with
+// cudaMemsetAsync on `stream` before the launch. Nothing is shared between calls, so calls on
+// different streams may run concurrently, and every call - the first in a process included - may
+// be captured into a CUDA graph: nothing in kAsync mode synchronizes or allocates synchronously.
+// A caller-provided workspace must not be used by two calls that may run at the same time.
 
 #include <cuda_runtime.h>
 
@@ -22,7 +25,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "emulator/shape.h"
+#include "core/shape.h"
+#include "kernels/granularity.h"  // kOutProjNMultiple, kOutProjKMultiple, kOutProjTileM
 
 namespace h3 {
 
@@ -49,6 +53,9 @@ struct OutProjArgs {
   uint16_t* out = nullptr;                  // device bf16 [m, n]
   uint8_t* act_q = nullptr;                 // optional device workspace [m, k/2]
   uint8_t* act_sf = nullptr;                // optional device workspace [m, k/16] linear
+  // Optional device workspace of OutProjReadyFlagBytes(m) bytes, 16-byte aligned, overlapping
+  // no operand; its contents on entry do not matter (the op zeroes it on the stream).
+  void* ready_flags = nullptr;
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
 };
 
@@ -56,19 +63,20 @@ struct OutProjArgs {
 // and synchronizes again after the launch to report execution errors.
 enum class CheckMode { kAsync, kChecked };
 
-// Supported shapes: m >= 0 (0 is a no-op), n a positive multiple of 128, k a positive multiple
-// of 256, g >= 1. Errors name the argument, the expected and the given value; on error nothing
+// Supported shapes: 0 <= m <= kOutProjMaxM (0 is a no-op), n a positive multiple of 128, k a
+// positive multiple of 256, g >= 1. Errors name the argument, the expected and the given value; on error nothing
 // is written.
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
                                    CheckMode mode = CheckMode::kAsync);
+
+// Bytes of the per-call ready-flag workspace for m rows (a multiple of 16).
+int64_t OutProjReadyFlagBytes(int64_t m);
 
 // Which build runs on the current device ("sm_120a native" / "sm_90a validation (emulated
 // block-scaled MMA)"), or an error naming an unsupported device.
 absl::StatusOr<std::string> OutProjBackendName(
     Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful);
 
-inline constexpr int64_t kOutProjNMultiple = 128;
-inline constexpr int64_t kOutProjKMultiple = 256;
 
 }  // namespace h3
 

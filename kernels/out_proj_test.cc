@@ -11,76 +11,71 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "emulator/check.h"
-#include "emulator/op.h"
-#include "emulator/quantize.h"
-#include "kernels/test_problem.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "harness/testbed/compare.h"
+#include "harness/testbed/cuda.h"
+#include "harness/testbed/gpu_run.h"
+#include "harness/testbed/problem.h"
+#include "harness/testbed/rows.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3 {
 namespace {
 
-using kernels::testing::ArgsFor;
-using kernels::testing::Data;
-using kernels::testing::DeviceProblem;
-using kernels::testing::MakeProblem;
-using kernels::testing::Problem;
-using kernels::testing::ToHost;
+using testbed::DataKind;
+using testbed::DeviceProblem;
+using testbed::Problem;
+using testbed::RunOptions;
 
-// Rows to check: all when few, else a sample including the first and last ones.
-std::vector<int64_t> SampleRows(int64_t m, int64_t max_rows) {
-  std::vector<int64_t> rows;
-  if (m <= max_rows) {
-    for (int64_t r = 0; r < m; ++r) rows.push_back(r);
-    return rows;
-  }
-  for (int64_t r = 0; r < max_rows / 4; ++r) rows.push_back(r);
-  const int64_t mid = max_rows / 2, stride = m / (mid + 1);
-  for (int64_t i = 1; i <= mid; ++i) rows.push_back(i * stride);
-  for (int64_t r = m - (max_rows - max_rows / 4 - mid); r < m; ++r) rows.push_back(r);
-  return rows;
+// Every row of a problem from the testbed's generator (gate_index all valid).
+absl::StatusOr<Problem> MakeProblem(int64_t m, int64_t n, int64_t k, int64_t g, DataKind data,
+                                    uint64_t seed) {
+  testbed::ProblemSpec spec;
+  spec.shape = OpShape{m, n, k, g};
+  spec.data = data;
+  spec.gate = testbed::GatePattern::kAllValid;
+  return testbed::GenerateProblem(spec, seed);
 }
 
-// Checks act_q/act_sf (bit-exact, sampled rows) and out (envelope) of a finished run.
-void ExpectMatchesEmulator(const Problem& p, const DeviceProblem& d, bool expect_exact,
-                           int64_t max_rows, bool check_act = true) {
-  const int64_t m = p.shape.m, n = p.shape.n, k = p.shape.k;
-  const std::vector<int64_t> rows = SampleRows(m, max_rows);
-  if (check_act) {
-    std::vector<uint8_t> want_q(rows.size() * k / 2), want_sf(rows.size() * k / 16);
-    QuantizeSelectedRows(p.attn, k, p.act_gs, rows, absl::MakeSpan(want_q),
-                         absl::MakeSpan(want_sf));
-    const std::vector<uint8_t> all_q = ToHost(d.act_q, m * k / 2);
-    const std::vector<uint8_t> all_sf = ToHost(d.act_sf, m * k / 16);
-    std::vector<uint8_t> got_q, got_sf;
-    for (int64_t r : rows) {
-      got_q.insert(got_q.end(), all_q.begin() + r * k / 2, all_q.begin() + (r + 1) * k / 2);
-      got_sf.insert(got_sf.end(), all_sf.begin() + r * k / 16, all_sf.begin() + (r + 1) * k / 16);
-    }
-    const CompareReport rq = CompareBytes("act_q", want_q, got_q, k / 2);
-    EXPECT_TRUE(rq.pass) << rq.first_mismatch << " (" << rq.mismatches << " mismatches)";
-    const CompareReport rs = CompareBytes("act_sf", want_sf, got_sf, k / 16);
-    EXPECT_TRUE(rs.pass) << rs.first_mismatch << " (" << rs.mismatches << " mismatches)";
-  }
-  absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(p.Inputs(), rows);
-  ASSERT_TRUE(env.ok()) << env.status();
+absl::StatusOr<DeviceProblem> Upload(const Problem& p) {
+  return testbed::UploadProblem(testbed::InputsOf(p));
+}
+
+// A whole device buffer on the host (empty, and a test failure, when the copy fails).
+template <typename T>
+std::vector<T> Host(const testbed::DeviceBuffer<T>& buffer) {
+  absl::StatusOr<std::vector<T>> host = buffer.Download();
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? *std::move(host) : std::vector<T>();
+}
+
+// Checks a finished run on up to `max_rows` rows (testbed::SampleRows: always the first and the
+// last): act_q/act_sf bit-exact when the run had caller workspaces, out inside the contract's
+// envelope, and bit-exact (asserted) on exact data.
+void ExpectMatchesEmulator(const Problem& p, const DeviceProblem& d, const RunOptions& options,
+                           bool expect_exact, int64_t max_rows) {
+  const std::vector<int64_t> rows = testbed::SampleRows(p.shape.m, max_rows, /*seed=*/1);
+  absl::StatusOr<testbed::RunResult> got = testbed::DownloadResult(d, options, rows);
+  ASSERT_TRUE(got.ok()) << got.status();
+  testbed::JudgeOptions judge;
+  judge.exact_data = expect_exact;
+  judge.compare_act = options.caller_workspace;
+  absl::StatusOr<testbed::Comparison> c = testbed::CompareWithEmulator(p, rows, *got, judge);
+  ASSERT_TRUE(c.ok()) << c.status();
   if (expect_exact) {
-    int64_t inexact = 0;
-    for (uint8_t e : env->exact) inexact += e == 0;
-    EXPECT_EQ(inexact, 0) << "test data is not exact";
+    EXPECT_EQ(c->out_check, "bit-exact") << "test data is not exact";
   }
-  const std::vector<uint16_t> got = ToHost(d.out, m * n);
-  const CompareReport r = CompareOut(*env, got, rows);
-  EXPECT_TRUE(r.pass) << r.first_mismatch << " (" << r.mismatches << " of " << r.checked
-                      << " mismatch, max ulp " << r.max_ulp << ")";
+  EXPECT_TRUE(c->pass) << c->Summary();
 }
 
 struct Case {
   const char* name;
   int64_t m, n, k, g;
-  Data data;
+  DataKind data;
   bool in_place;       // out == residual
   bool own_workspace;  // act_q/act_sf null: the op allocates
   bool weight_scale_on_device;
@@ -92,23 +87,22 @@ class OutProjCaseTest : public ::testing::TestWithParam<std::tuple<Case, Sm90Emu
 TEST_P(OutProjCaseTest, MatchesEmulator) {
   H3_SKIP_WITHOUT_GPU();
   const Case& c = std::get<0>(GetParam());
-  Problem p = MakeProblem(c.m, c.n, c.k, c.g, c.data, 1234 + c.m);
+  absl::StatusOr<Problem> p = MakeProblem(c.m, c.n, c.k, c.g, c.data, 1234 + c.m);
+  ASSERT_TRUE(p.ok()) << p.status();
   // Out-of-range gate indices on some rows (they copy residual bit for bit).
   const int32_t kSpecial[] = {-1, static_cast<int32_t>(c.g), INT_MIN, INT_MAX};
-  for (int64_t r = 5; r < c.m; r += 7) p.gate_index[r] = kSpecial[(r / 7) % 4];
-  DeviceProblem d(p);
-  OutProjArgs a = ArgsFor(p, d);
-  if (c.in_place) a.out = const_cast<uint16_t*>(a.residual);
-  if (c.own_workspace) a.act_q = nullptr, a.act_sf = nullptr;
-  a.sm90_emulation = std::get<1>(GetParam());
-  if (c.weight_scale_on_device)
-    a.o_weight_global_scale_dev = d.w_gs, a.o_weight_global_scale = -1.f;
-  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-  if (c.in_place) {
-    // Compare from the aliased buffer: copy it to d.out's place for the checker.
-    cudaMemcpy(d.out, d.residual, c.m * c.n * 2, cudaMemcpyDeviceToDevice);
-  }
-  ExpectMatchesEmulator(p, d, c.data == Data::kExact, 512, !c.own_workspace);
+  for (int64_t r = 5; r < c.m; r += 7) p->gate_index[r] = kSpecial[(r / 7) % 4];
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  RunOptions o;
+  o.out_is_residual = c.in_place;               // out = residual; compared from residual
+  o.caller_workspace = !c.own_workspace;        // else act_q/act_sf null: the op allocates
+  o.weight_scale_on_device = c.weight_scale_on_device;  // the host value is then -1
+  o.sm90_emulation = std::get<1>(GetParam());
+  const absl::Status st = MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr,
+                                                CheckMode::kChecked);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectMatchesEmulator(*p, *d, o, c.data == DataKind::kExact, 512);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -116,17 +110,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(
         ::testing::Values(
             // name, m, n, k, g, data, in_place, own_workspace, w_gs on device
-            Case{"exact_m1", 1, 256, 512, 9, Data::kExact, false, false, false},
-            Case{"exact_m127", 127, 256, 512, 9, Data::kExact, false, false, false},
-            Case{"exact_m128", 128, 256, 512, 9, Data::kExact, false, false, false},
-            Case{"exact_m129", 129, 384, 1024, 9, Data::kExact, false, false, true},
-            Case{"exact_m387", 387, 256, 768, 3, Data::kExact, false, false, false},
-            Case{"exact_inplace", 200, 256, 512, 9, Data::kExact, true, false, false},
-            Case{"entropy_m129", 129, 384, 1024, 9, Data::kEntropy, false, false, false},
-            Case{"entropy_m1000", 1000, 512, 2048, 9, Data::kEntropy, false, false, true},
-            Case{"entropy_inplace_noworkspace", 300, 256, 512, 9, Data::kEntropy, true, true,
+            Case{"exact_m1", 1, 256, 512, 9, DataKind::kExact, false, false, false},
+            Case{"exact_m127", 127, 256, 512, 9, DataKind::kExact, false, false, false},
+            Case{"exact_m128", 128, 256, 512, 9, DataKind::kExact, false, false, false},
+            Case{"exact_m129", 129, 384, 1024, 9, DataKind::kExact, false, false, true},
+            Case{"exact_m387", 387, 256, 768, 3, DataKind::kExact, false, false, false},
+            Case{"exact_inplace", 200, 256, 512, 9, DataKind::kExact, true, false, false},
+            Case{"entropy_m129", 129, 384, 1024, 9, DataKind::kGaussian, false, false, false},
+            Case{"entropy_m1000", 1000, 512, 2048, 9, DataKind::kGaussian, false, false, true},
+            Case{"entropy_inplace_noworkspace", 300, 256, 512, 9, DataKind::kGaussian, true, true,
                  false},
-            Case{"minimax_m259", 259, 5376, 7168, 9, Data::kEntropy, false, false, false}),
+            Case{"minimax_m259", 259, 5376, 7168, 9, DataKind::kGaussian, false, false, false}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast)),
     [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation>>& i) {
       return std::string(std::get<0>(i.param).name) +
@@ -136,48 +130,52 @@ INSTANTIATE_TEST_SUITE_P(
 // NaN / Inf / subnormal / zero / -0 activations.
 TEST(OutProjTest, SpecialActivations) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(130, 256, 512, 9, Data::kEntropy, 77);
+  absl::StatusOr<Problem> p = MakeProblem(130, 256, 512, 9, DataKind::kGaussian, 77);
+  ASSERT_TRUE(p.ok()) << p.status();
   // 0x7F81 / 0xFF81 are signalling NaNs: the block max must skip them too (contract 3.1).
   const uint16_t kSpecials[] = {0x7FC0, 0xFFC1, 0x7F81, 0xFF81, 0x7F80, 0xFF80,
                                 0x0001, 0x8003, 0x007F, 0x0000, 0x8000};
   constexpr int kNumSpecials = sizeof(kSpecials) / sizeof(kSpecials[0]);
   for (int64_t r = 0; r < 130; ++r) {
     for (int i = 0; i < 4; ++i) {
-      p.attn[r * 512 + (r * 37 + i * 101) % 512] = kSpecials[(r + i) % kNumSpecials];
+      p->attn_out[r * 512 + (r * 37 + i * 101) % 512] = kSpecials[(r + i) % kNumSpecials];
     }
   }
   // Whole blocks: all NaN, all zero, all -0, all subnormal, all Inf, sNaN but one.
   for (int i = 0; i < 16; ++i) {
-    p.attn[0 * 512 + 32 + i] = 0x7FC0;
-    p.attn[1 * 512 + 64 + i] = 0x0000;
-    p.attn[2 * 512 + 64 + i] = 0x8000;
-    p.attn[3 * 512 + 16 + i] = static_cast<uint16_t>(0x0001 + i);
-    p.attn[4 * 512 + 48 + i] = (i & 1) ? 0xFF80 : 0x7F80;
-    p.attn[5 * 512 + 80 + i] = i == 7 ? 0x3F80 : 0x7F81;  // 15 sNaN + 1.0: amax = 1
+    p->attn_out[0 * 512 + 32 + i] = 0x7FC0;
+    p->attn_out[1 * 512 + 64 + i] = 0x0000;
+    p->attn_out[2 * 512 + 64 + i] = 0x8000;
+    p->attn_out[3 * 512 + 16 + i] = static_cast<uint16_t>(0x0001 + i);
+    p->attn_out[4 * 512 + 48 + i] = (i & 1) ? 0xFF80 : 0x7F80;
+    p->attn_out[5 * 512 + 80 + i] = i == 7 ? 0x3F80 : 0x7F81;  // 15 sNaN + 1.0: amax = 1
   }
-  DeviceProblem d(p);
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
   for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
-    d.Poison();
-    OutProjArgs a = ArgsFor(p, d);
-    a.sm90_emulation = e;
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-    ExpectMatchesEmulator(p, d, false, 512);
+    ASSERT_TRUE(testbed::Poison(*d).ok());
+    RunOptions o;
+    o.sm90_emulation = e;
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+    ExpectMatchesEmulator(*p, *d, o, false, 512);
   }
 }
 
 // Two runs bitwise identical; a captured graph replayed three times equals the eager run.
 TEST(OutProjTest, DeterministicAndGraphReplay) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(515, 512, 1024, 9, Data::kEntropy, 99);
-  DeviceProblem d(p);
-  const OutProjArgs a = ArgsFor(p, d);
+  absl::StatusOr<Problem> p = MakeProblem(515, 512, 1024, 9, DataKind::kGaussian, 99);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const OutProjArgs a = testbed::ArgsFor(*d);
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-  const auto out1 = ToHost(d.out, p.shape.m * p.shape.n);
-  const auto q1 = ToHost(d.act_q, p.shape.m * p.shape.k / 2);
-  d.Poison();
+  const std::vector<uint16_t> out1 = Host(d->out);
+  const std::vector<uint8_t> q1 = Host(d->act_q);
+  ASSERT_TRUE(testbed::Poison(*d).ok());
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-  EXPECT_EQ(out1, ToHost(d.out, p.shape.m * p.shape.n));
-  EXPECT_EQ(q1, ToHost(d.act_q, p.shape.m * p.shape.k / 2));
+  EXPECT_EQ(out1, Host(d->out));
+  EXPECT_EQ(q1, Host(d->act_q));
 
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
@@ -191,33 +189,35 @@ TEST(OutProjTest, DeterministicAndGraphReplay) {
     ASSERT_TRUE(st.ok()) << st;
     cudaGraphExec_t exec;
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    d.Poison();
+    ASSERT_TRUE(testbed::Poison(*d).ok());
     for (int rep = 0; rep < 3; ++rep) {
       ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-      EXPECT_EQ(out1, ToHost(d.out, p.shape.m * p.shape.n)) << "replay " << rep;
+      EXPECT_EQ(out1, Host(d->out)) << "replay " << rep;
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }
   cudaStreamDestroy(s);
-  ExpectMatchesEmulator(p, d, false, 128);
+  ExpectMatchesEmulator(*p, *d, RunOptions(), false, 128);
 }
 
 // Back-to-back launches of different M on one stream with no host sync in between: the
 // flags/counters must be back at zero after every launch.
 TEST(OutProjTest, BackToBackDifferentM) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p1 = MakeProblem(700, 256, 512, 9, Data::kExact, 5);
-  Problem p2 = MakeProblem(33, 256, 512, 9, Data::kExact, 6);
-  DeviceProblem d1(p1), d2(p2);
+  absl::StatusOr<Problem> p1 = MakeProblem(700, 256, 512, 9, DataKind::kExact, 5);
+  absl::StatusOr<Problem> p2 = MakeProblem(33, 256, 512, 9, DataKind::kExact, 6);
+  ASSERT_TRUE(p1.ok() && p2.ok());
+  absl::StatusOr<DeviceProblem> d1 = Upload(*p1), d2 = Upload(*p2);
+  ASSERT_TRUE(d1.ok() && d2.ok());
   for (int rep = 0; rep < 3; ++rep) {
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p1, d1), nullptr).ok());
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p2, d2), nullptr).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d1), nullptr).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d2), nullptr).ok());
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ExpectMatchesEmulator(p1, d1, true, 1024);
-  ExpectMatchesEmulator(p2, d2, true, 1024);
+  ExpectMatchesEmulator(*p1, *d1, RunOptions(), true, 1024);
+  ExpectMatchesEmulator(*p2, *d2, RunOptions(), true, 1024);
 }
 
 // M = 300000 at K = 7168: M*K > 2^31, so 32-bit offsets would fail on the last rows.
@@ -225,20 +225,28 @@ TEST(OutProjTest, HugeM) {
   H3_SKIP_WITHOUT_GPU();
   const int64_t m = 300000, n = 128, k = 7168;
   ASSERT_GT(m * k, int64_t{1} << 31);
-  Problem p = MakeProblem(m, n, k, 9, Data::kEntropy, 300000, /*pool_rows=*/251);
-  DeviceProblem d(p);
-  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked).ok());
-  ExpectMatchesEmulator(p, d, false, 64);
+  // Every row generated (in parallel): rows are pure functions of (seed, row), so the sampled
+  // rows the emulator checks are those rows of the full problem.
+  absl::StatusOr<Problem> p = MakeProblem(m, n, k, 9, DataKind::kGaussian, 300000);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked).ok());
+  ExpectMatchesEmulator(*p, *d, RunOptions(), false, 64);
 }
 
 TEST(OutProjTest, MZeroIsNoOp) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(4, 256, 512, 9, Data::kExact, 1);
-  DeviceProblem d(p);
-  OutProjArgs a = ArgsFor(p, d);
+  absl::StatusOr<Problem> p = MakeProblem(4, 256, 512, 9, DataKind::kExact, 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  OutProjArgs a = testbed::ArgsFor(*d);
   a.m = 0;
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-  for (uint16_t v : ToHost(d.out, 4 * 256)) ASSERT_EQ(v, 0x7FC1);
+  const std::vector<uint16_t> out = Host(d->out);
+  ASSERT_EQ(out.size(), 4u * 256);
+  for (uint16_t v : out) ASSERT_EQ(v, testbed::kOutPoison);
 }
 
 TEST(OutProjTest, BackendName) {
@@ -251,13 +259,15 @@ TEST(OutProjTest, BackendName) {
 // Every error path: the status names the argument, nothing is written.
 TEST(OutProjTest, ErrorPaths) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(64, 256, 512, 9, Data::kExact, 3);
-  DeviceProblem d(p);
-  const OutProjArgs good = ArgsFor(p, d);
-  float* bad_scale = nullptr;
-  cudaMalloc(&bad_scale, 4 * sizeof(float));
+  absl::StatusOr<Problem> p = MakeProblem(64, 256, 512, 9, DataKind::kExact, 3);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const OutProjArgs good = testbed::ArgsFor(*d);
   const float kBad[4] = {0.0f, -1.0f, NAN, INFINITY};
-  cudaMemcpy(bad_scale, kBad, sizeof(kBad), cudaMemcpyHostToDevice);
+  testbed::DeviceBuffer<float> bad_scales;
+  ASSERT_TRUE(bad_scales.Upload(kBad).ok());
+  const float* bad_scale = bad_scales.get();
   struct ErrCase {
     const char* name;
     std::function<void(OutProjArgs&)> mutate;
@@ -270,6 +280,13 @@ TEST(OutProjTest, ErrorPaths) {
        absl::StatusCode::kInvalidArgument, "m must"},
       {"m near INT64_MAX", [](OutProjArgs& a) { a.m = INT64_MAX - 5; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "m must be <="},
+      {"m = 2^31", [](OutProjArgs& a) { a.m = int64_t{1} << 31; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "m must be <= 2147483647, got 2147483648"},
+      {"misaligned ready_flags",
+       [](OutProjArgs& a) { a.ready_flags = reinterpret_cast<uint8_t*>(a.act_sf) + 4; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "ready_flags must be 16-byte"},
+      {"ready_flags over act_sf", [](OutProjArgs& a) { a.ready_flags = a.act_sf; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "must not overlap"},
       {"n", [](OutProjArgs& a) { a.n = 200; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "n must"},
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
@@ -357,39 +374,90 @@ TEST(OutProjTest, ErrorPaths) {
     cudaStreamDestroy(s);
   }
   cudaDeviceSynchronize();
-  for (uint16_t v : ToHost(d.out, 64 * 256)) ASSERT_EQ(v, 0x7FC1) << "something was written";
-  for (uint8_t v : ToHost(d.act_q, 64 * 256)) ASSERT_EQ(v, 0xFF) << "something was written";
-  cudaFree(bad_scale);
+  const std::vector<uint16_t> out = Host(d->out);
+  const std::vector<uint8_t> act_q = Host(d->act_q);
+  ASSERT_EQ(out.size(), 64u * 256);
+  ASSERT_EQ(act_q.size(), 64u * 256);
+  for (uint16_t v : out) ASSERT_EQ(v, testbed::kOutPoison) << "something was written";
+  for (uint8_t v : act_q) ASSERT_EQ(v, testbed::kPoisonByte) << "something was written";
 }
 
 // An unrelated, earlier error of the caller's (here a failed allocation) is not reported as the
 // op's own failure.
 TEST(OutProjTest, EarlierUnrelatedErrorIsNotTheOps) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(129, 256, 512, 9, Data::kExact, 8);
-  DeviceProblem d(p);
-  void* huge = nullptr;
-  ASSERT_NE(cudaMalloc(&huge, size_t{1} << 62), cudaSuccess);
-  const absl::Status st = MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked);
+  absl::StatusOr<Problem> p = MakeProblem(129, 256, 512, 9, DataKind::kExact, 8);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  testbed::DeviceBuffer<uint8_t> huge;
+  ASSERT_FALSE(huge.Alloc(size_t{1} << 62).ok());  // leaves cudaErrorMemoryAllocation behind
+  const absl::Status st = MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked);
   EXPECT_TRUE(st.ok()) << st;
   (void)cudaGetLastError();  // the caller's own error, consumed here
-  ExpectMatchesEmulator(p, d, true, 129);
+  ExpectMatchesEmulator(*p, *d, RunOptions(), true, 129);
 }
 
-// After cudaDeviceReset the device has a new context; the op must not reuse the old context's
-// (freed) synchronization buffer.
+// After cudaDeviceReset the device has a new context; the op must configure the kernel there
+// again (shared-memory limit, launch geometry) instead of trusting the old context's.
 TEST(OutProjTest, WorksAfterDeviceReset) {
   H3_SKIP_WITHOUT_GPU();
-  Problem p = MakeProblem(200, 256, 512, 9, Data::kExact, 9);
+  absl::StatusOr<Problem> p = MakeProblem(200, 256, 512, 9, DataKind::kExact, 9);
+  ASSERT_TRUE(p.ok()) << p.status();
   {
-    DeviceProblem d(p);
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked).ok());
+    absl::StatusOr<DeviceProblem> d = Upload(*p);  // freed before the reset
+    ASSERT_TRUE(d.ok()) << d.status();
+    ASSERT_TRUE(
+        MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked).ok());
   }
   ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
-  DeviceProblem d(p);
-  const absl::Status st = MinimaxH3Nvfp4OutProj(ArgsFor(p, d), nullptr, CheckMode::kChecked);
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const absl::Status st = MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked);
   ASSERT_TRUE(st.ok()) << st;
-  ExpectMatchesEmulator(p, d, true, 200);
+  ExpectMatchesEmulator(*p, *d, RunOptions(), true, 200);
+}
+
+// Two streams at once, each call with its own ready flags (nothing shared): different problems,
+// launches interleaved with no host synchronization, both results bit-exact.
+TEST(OutProjTest, TwoStreamsConcurrently) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p1 = MakeProblem(1100, 512, 1024, 9, DataKind::kExact, 21);
+  absl::StatusOr<Problem> p2 = MakeProblem(700, 512, 1024, 9, DataKind::kExact, 22);
+  ASSERT_TRUE(p1.ok() && p2.ok());
+  absl::StatusOr<DeviceProblem> d1 = Upload(*p1), d2 = Upload(*p2);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  cudaStream_t s1, s2;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  for (bool caller_flags : {false, true}) {
+    ASSERT_TRUE(testbed::Poison(*d1).ok() && testbed::Poison(*d2).ok());
+    testbed::DeviceBuffer<uint8_t> f1, f2;
+    OutProjArgs a1 = testbed::ArgsFor(*d1), a2 = testbed::ArgsFor(*d2);
+    if (caller_flags) {  // garbage on entry: the op zeroes them on its stream
+      ASSERT_TRUE(f1.Alloc(OutProjReadyFlagBytes(a1.m)).ok() && f1.Fill(0xA5).ok());
+      ASSERT_TRUE(f2.Alloc(OutProjReadyFlagBytes(a2.m)).ok() && f2.Fill(0x5A).ok());
+      a1.ready_flags = f1.get();
+      a2.ready_flags = f2.get();
+    }
+    for (int rep = 0; rep < 4; ++rep) {
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a1, s1).ok());
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a2, s2).ok());
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ExpectMatchesEmulator(*p1, *d1, RunOptions(), true, 1100);
+    ExpectMatchesEmulator(*p2, *d2, RunOptions(), true, 700);
+  }
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+TEST(OutProjTest, ReadyFlagBytes) {
+  EXPECT_EQ(OutProjReadyFlagBytes(0), 128);  // the claim counter's own 128-byte line
+  EXPECT_EQ(OutProjReadyFlagBytes(1), 144);  // + one m-tile flag, rounded to 16 bytes
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 144);
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), 160);
+  EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM), 128 + ((kOutProjMaxM + 127) / 128) * 4);
 }
 
 }  // namespace

@@ -82,14 +82,6 @@ __device__ __forceinline__ uint32_t LdAcquireGpu(const uint32_t* p) {
 __device__ __forceinline__ void RedReleaseGpuAdd(uint32_t* p, uint32_t v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ uint32_t AtomicAddAcqRelGpu(uint32_t* p, uint32_t v) {
-  uint32_t old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "l"(p), "r"(v)
-               : "memory");
-  return old;
-}
 // Orders generic-proxy global accesses with later async-proxy (TMA) accesses: generic stores
 // of act_q/act_sf must be visible to cp.async.bulk.tensor reads (PTX "Proxies" / membar.proxy).
 __device__ __forceinline__ void FenceProxyAsyncGlobal() {

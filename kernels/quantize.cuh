@@ -7,38 +7,30 @@
 
 #include <cstdint>
 
-#include "kernels/fragment_math.h"
+#include "core/formats.h"
+
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200)
+#include "kernels/sm90/cvt_emulated.h"  // no e2m1 cvt before sm_100a
+#endif
 
 namespace h3::kernels {
 
 // e4m3(v): PTX cvt.rn.satfinite.e4m3x2.f32 (sm_89+): nearest-even, |v| >= 448 and Inf -> 448,
-// NaN -> 0x7F (contract section 2, measured bit-identical to CUDA's software model). The
-// first source goes to the high byte.
+// NaN -> 0x7F (docs/contract.md section 2). Measured on an H200 bit-identical to the emulator's
+// F32ToE4M3 over all 2^32 inputs (every NaN gives 0x7F). The first source goes to the high byte.
 __device__ __forceinline__ uint32_t F32ToE4m3(float v) {
   uint16_t r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
   return r & 0xFFu;
 }
 
-// e2m1(v) in software, bit-identical to the contract: nearest-even on {0, .5, 1, 1.5, 2, 3, 4,
-// 6} with ties 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4 (the tie goes to the
-// even mantissa), saturating, sign kept (also for zero results), NaN -> 0x7. The magnitude
-// code is the number of rounding thresholds |v| passes (> at a tie that rounds down,
-// >= at one that rounds up).
-__host__ __device__ __forceinline__ uint32_t F32ToE2m1Soft(float v) {
-  const uint32_t bits = F32ToBits(v);
-  const float a = BitsToF32(bits & 0x7FFFFFFFu);
-  if (!(a == a)) return 0x7u;
-  const uint32_t mag = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) +
-                       (a >= 3.5f) + (a > 5.0f);
-  return mag | ((bits >> 28) & 0x8u);
-}
-
-// Two codes as one byte: `even` in the low nibble (contract section 3.6).
+// Two codes as one byte: `even` in the low nibble (docs/contract.md section 3.6).
 __device__ __forceinline__ uint32_t F32x2ToE2m1Byte(float even, float odd) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-  // cvt.rn.satfinite.e2m1x2.f32 d, a, b: a -> high nibble, b -> low nibble (sm_120a). Its NaN
-  // result is undocumented: NaN nibbles are forced to 0x7 explicitly (contract section 2).
+  // cvt.rn.satfinite.e2m1x2.f32 d, a, b: a -> high nibble, b -> low nibble (sm_120a). PTX ISA
+  // 9.0 documents NaN -> +MAX_NORM (0x7) under .satfinite, but not the sign of a zero result,
+  // and no SM120 device has run this here: both are forced to the contract explicitly (section
+  // 2: NaN -> 0x7; a zero magnitude keeps the input's sign).
   uint16_t r;
   asm("{\n .reg .b8 t;\n cvt.rn.satfinite.e2m1x2.f32 t, %1, %2;\n cvt.u16.u8 %0, t;\n}"
       : "=h"(r)
@@ -46,14 +38,13 @@ __device__ __forceinline__ uint32_t F32x2ToE2m1Byte(float even, float odd) {
   uint32_t byte = r & 0xFFu;
   if (even != even) byte = (byte & 0xF0u) | 0x07u;
   if (odd != odd) byte = (byte & 0x0Fu) | 0x70u;
+  if ((byte & 0x07u) == 0) byte = (byte & 0xF0u) | ((__float_as_uint(even) >> 28) & 0x08u);
+  if ((byte & 0x70u) == 0) byte = (byte & 0x0Fu) | ((__float_as_uint(odd) >> 24) & 0x80u);
   return byte;
 #else
-  return F32ToE2m1Soft(even) | (F32ToE2m1Soft(odd) << 4);
+  return sm90::F32ToE2m1Soft(even) | (sm90::F32ToE2m1Soft(odd) << 4);
 #endif
 }
-
-// RN(1/6) = 0x3E2AAAAB.
-inline constexpr float kRcp6 = 0x1.555556p-3f;
 
 struct QuantParams {
   float gs_rcp6;  // gs (x) RN(1/6)

@@ -1,5 +1,6 @@
-#include "kernels/mma_block_scaled.cuh"
+#include "kernels/mma.cuh"
 #include "kernels/quantize.cuh"
+#include "kernels/sm90/mma_emulated.cuh"  // the emulations are tested on every arch
 #include "kernels/unit_kernels.h"
 
 namespace h3::kernels {
@@ -14,17 +15,17 @@ __global__ void OneMmaKernel(const uint32_t* a, const uint32_t* b, const float* 
   float acc[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
   MmaBlockScaled(acc, ar, br, sfa[l], sfb[l]);
   float emu[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
-  MmaBlockScaledEmulated(emu, ar, br, sfa[l], sfb[l]);
+  sm90::MmaBlockScaledEmulated(emu, ar, br, sfa[l], sfb[l]);
   float frag[4];
-  for (int i = 0; i < 4; ++i) frag[i] = __fmul_rn(c[4 * l + i], 1.0f / kEmuAccScale);
+  for (int i = 0; i < 4; ++i) frag[i] = __fmul_rn(c[4 * l + i], 1.0f / sm90::kEmuAccScale);
   uint32_t aq[4][4], bq[4][2];
-  DequantAFragment(ar, sfa[l], aq);
-  DequantBFragment(br, sfb[l], bq);
-  for (int s = 0; s < 4; ++s) MmaBf16(frag, aq[s], bq[s]);
+  sm90::DequantAFragment(ar, sfa[l], aq);
+  sm90::DequantBFragment(br, sfb[l], bq);
+  for (int s = 0; s < 4; ++s) sm90::MmaBf16(frag, aq[s], bq[s]);
   for (int i = 0; i < 4; ++i) {
     d_inst[4 * l + i] = acc[i];
     d_emu[4 * l + i] = emu[i];
-    d_frag[4 * l + i] = __fmul_rn(frag[i], kEmuAccScale);
+    d_frag[4 * l + i] = __fmul_rn(frag[i], sm90::kEmuAccScale);
   }
 }
 

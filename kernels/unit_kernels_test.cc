@@ -13,35 +13,53 @@
 #include <limits>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "emulator/formats.h"
 #include "emulator/mma_model.h"
 #include "emulator/quantize.h"
+#include "harness/testbed/cuda.h"
+#include "harness/testbed/rng.h"
 #include "kernels/quantize_kernel.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3::kernels {
 namespace {
 
-struct Rng {
-  uint64_t s;
-  uint32_t Next() {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>(s >> 32);
-  }
+using testbed::DeviceBuffer;
+
+// 32 random bits from the testbed's splitmix64.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : rng_(seed) {}
+  uint32_t Next() { return static_cast<uint32_t>(rng_.Next() >> 32); }
+
+ private:
+  testbed::Rng rng_;
 };
 
+// A device copy of `host` (ASSERTs in the caller: check HasFatalFailure).
 template <typename T>
-T* Dev(const std::vector<T>& h) {
-  T* d = nullptr;
-  cudaMalloc(&d, h.size() * sizeof(T));
-  cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+DeviceBuffer<T> Dev(const std::vector<T>& host) {
+  DeviceBuffer<T> d;
+  const absl::Status st = d.Upload(host);
+  EXPECT_TRUE(st.ok()) << st;
   return d;
 }
+
+// A device buffer of `count` elements.
 template <typename T>
-std::vector<T> Host(const T* d, size_t n) {
-  std::vector<T> h(n);
-  cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return h;
+DeviceBuffer<T> Alloc(size_t count) {
+  DeviceBuffer<T> d;
+  const absl::Status st = d.Alloc(count);
+  EXPECT_TRUE(st.ok()) << st;
+  return d;
+}
+
+template <typename T>
+std::vector<T> Host(const DeviceBuffer<T>& d) {
+  absl::StatusOr<std::vector<T>> h = d.Download();
+  EXPECT_TRUE(h.ok()) << h.status();
+  return h.ok() ? *std::move(h) : std::vector<T>();
 }
 
 struct MmaCase {
@@ -56,7 +74,7 @@ TEST(UnitKernelsTest, BlockScaledMmaMatchesModel) {
       {"pow2_scales", {0x28, 0x30, 0x38, 0x40, 0x48}, true},
       {"full_range_scales", {0x01, 0x07, 0x08, 0x21, 0x3B, 0x55, 0x77, 0x7E}, false},
   };
-  Rng rng{42};
+  Rng rng(42);
   for (const MmaCase& mc : cases) {
     for (int trial = 0; trial < 20; ++trial) {
       uint32_t a[32][4], b[32][2], sfa[32], sfb[32], a_abs[32][4], b_abs[32][2];
@@ -78,15 +96,16 @@ TEST(UnitKernelsTest, BlockScaledMmaMatchesModel) {
       const std::vector<uint32_t> va(&a[0][0], &a[0][0] + 128), vb(&b[0][0], &b[0][0] + 64),
           vsa(sfa, sfa + 32), vsb(sfb, sfb + 32);
       const std::vector<float> vc(&c[0][0], &c[0][0] + 128);
-      uint32_t *da = Dev(va), *db = Dev(vb), *dsa = Dev(vsa), *dsb = Dev(vsb);
-      float* dc = Dev(vc);
-      float *d1, *d2, *d3;
-      cudaMalloc(&d1, 512);
-      cudaMalloc(&d2, 512);
-      cudaMalloc(&d3, 512);
-      ASSERT_EQ(RunOneMma(da, db, dc, dsa, dsb, d1, d2, d3), cudaSuccess);
+      const DeviceBuffer<uint32_t> da = Dev(va), db = Dev(vb), dsa = Dev(vsa), dsb = Dev(vsb);
+      const DeviceBuffer<float> dc = Dev(vc);
+      const DeviceBuffer<float> d1 = Alloc<float>(128), d2 = Alloc<float>(128),
+                                d3 = Alloc<float>(128);
+      ASSERT_EQ(RunOneMma(da.get(), db.get(), dc.get(), dsa.get(), dsb.get(), d1.get(), d2.get(),
+                          d3.get()),
+                cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const auto inst = Host(d1, 128), emu = Host(d2, 128), frag = Host(d3, 128);
+      const auto inst = Host(d1), emu = Host(d2), frag = Host(d3);
+      ASSERT_EQ(inst.size(), 128u);
       for (int l = 0; l < 32; ++l) {
         for (int i = 0; i < 4; ++i) {
           const float w = want[l][i];
@@ -105,11 +124,6 @@ TEST(UnitKernelsTest, BlockScaledMmaMatchesModel) {
             }
           }
         }
-      }
-      for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dsa),
-                      static_cast<void*>(dsb), static_cast<void*>(dc), static_cast<void*>(d1),
-                      static_cast<void*>(d2), static_cast<void*>(d3)}) {
-        cudaFree(p);
       }
     }
   }
@@ -145,7 +159,7 @@ TEST(UnitKernelsTest, E2m1MatchesContract) {
       v.push_back(s * t);
     }
   }
-  Rng rng{7};
+  Rng rng(7);
   for (int i = 0; i < 1 << 16; ++i) {
     float f;
     uint32_t u = rng.Next();
@@ -159,22 +173,20 @@ TEST(UnitKernelsTest, E2m1MatchesContract) {
     std::memcpy(&f, &u, 4);
     v.push_back(f);
   }
-  float* dv = Dev(v);
-  uint8_t* dc = nullptr;
-  cudaMalloc(&dc, v.size());
-  ASSERT_EQ(RunE2m1(dv, static_cast<int64_t>(v.size()), dc), cudaSuccess);
-  const auto got = Host(dc, v.size());
+  const DeviceBuffer<float> dv = Dev(v);
+  const DeviceBuffer<uint8_t> dc = Alloc<uint8_t>(v.size());
+  ASSERT_EQ(RunE2m1(dv.get(), static_cast<int64_t>(v.size()), dc.get()), cudaSuccess);
+  const auto got = Host(dc);
+  ASSERT_EQ(got.size(), v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     ASSERT_EQ(got[i], F32ToE2M1(v[i])) << "v = " << v[i] << " bits " << std::hex << F32Bits(v[i]);
   }
-  cudaFree(dv);
-  cudaFree(dc);
 }
 
 TEST(UnitKernelsTest, QuantizeBlocksMatchesEmulator) {
   H3_SKIP_WITHOUT_GPU();
   const int64_t blocks = 1 << 14;
-  Rng rng{11};
+  Rng rng(11);
   std::vector<uint16_t> x(blocks * 16);
   const uint16_t kSpecial[] = {0x7FC0, 0xFF80, 0x7F80, 0x0001, 0x8001,
                                0x0000, 0x8000, 0x7F7F, 0x0080};
@@ -192,14 +204,14 @@ TEST(UnitKernelsTest, QuantizeBlocksMatchesEmulator) {
       x[bi * 16 + i] = v;
     }
   }
-  uint16_t* dx = Dev(x);
-  uint8_t *dq, *ds;
-  cudaMalloc(&dq, blocks * 8);
-  cudaMalloc(&ds, blocks);
+  const DeviceBuffer<uint16_t> dx = Dev(x);
+  const DeviceBuffer<uint8_t> dq = Alloc<uint8_t>(blocks * 8), ds = Alloc<uint8_t>(blocks);
   for (float gs : {1.0f, 2688.0f / 3.0f, 0.37f, 1.0e-20f, 3.0e20f, 448.0f * 6.0f}) {
-    ASSERT_EQ(RunQuantizeBlocks(dx, blocks, gs, dq, ds), cudaSuccess);
-    const auto q = Host(dq, blocks * 8);
-    const auto s = Host(ds, blocks);
+    ASSERT_EQ(RunQuantizeBlocks(dx.get(), blocks, gs, dq.get(), ds.get()), cudaSuccess);
+    const auto q = Host(dq);
+    const auto s = Host(ds);
+    ASSERT_EQ(q.size(), static_cast<size_t>(blocks * 8));
+    ASSERT_EQ(s.size(), static_cast<size_t>(blocks));
     for (int64_t bi = 0; bi < blocks; ++bi) {
       float f[16];
       for (int i = 0; i < 16; ++i) f[i] = Bf16ToF32(x[bi * 16 + i]);
@@ -210,34 +222,27 @@ TEST(UnitKernelsTest, QuantizeBlocksMatchesEmulator) {
         ASSERT_EQ(q[bi * 8 + j], want_q[j]) << "gs " << gs << " block " << bi << " byte " << j;
     }
   }
-  cudaFree(dx);
-  cudaFree(dq);
-  cudaFree(ds);
 }
 
 // The standalone quantize kernel against the emulator's QuantizeRows.
 TEST(UnitKernelsTest, QuantizeKernelMatchesQuantizeRows) {
   H3_SKIP_WITHOUT_GPU();
   const int64_t rows = 37, cols = 512;
-  Rng rng{5};
+  Rng rng(5);
   std::vector<uint16_t> x(rows * cols);
   for (auto& v : x)
     v = static_cast<uint16_t>((rng.Next() & 0x807F) | ((110 + rng.Next() % 30) << 7));
   const float gs = 2688.0f / 1.0e4f;
   std::vector<uint8_t> want_q(rows * cols / 2), want_sf(rows * cols / 16);
   QuantizeRows(x, rows, cols, gs, absl::MakeSpan(want_q), absl::MakeSpan(want_sf));
-  uint16_t* dx = Dev(x);
-  float* dgs = Dev(std::vector<float>{gs});
-  uint8_t *dq, *ds;
-  cudaMalloc(&dq, want_q.size());
-  cudaMalloc(&ds, want_sf.size());
-  ASSERT_EQ(LaunchQuantizeNvfp4(dx, rows, cols, dgs, dq, ds, nullptr), cudaSuccess);
-  EXPECT_EQ(Host(dq, want_q.size()), want_q);
-  EXPECT_EQ(Host(ds, want_sf.size()), want_sf);
-  for (void* p : {static_cast<void*>(dx), static_cast<void*>(dgs), static_cast<void*>(dq),
-                  static_cast<void*>(ds)}) {
-    cudaFree(p);
-  }
+  const DeviceBuffer<uint16_t> dx = Dev(x);
+  const DeviceBuffer<float> dgs = Dev(std::vector<float>{gs});
+  const DeviceBuffer<uint8_t> dq = Alloc<uint8_t>(want_q.size()),
+                              ds = Alloc<uint8_t>(want_sf.size());
+  ASSERT_EQ(LaunchQuantizeNvfp4(dx.get(), rows, cols, dgs.get(), dq.get(), ds.get(), nullptr),
+            cudaSuccess);
+  EXPECT_EQ(Host(dq), want_q);
+  EXPECT_EQ(Host(ds), want_sf);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden vectors for the minimax_h3_nvfp4_out_proj contract (shared/spec/contract.md).
+"""Golden vectors for the minimax_h3_nvfp4_out_proj contract (docs/contract.md).
 
 An implementation of the contract independent of the C++ emulator: the number
 formats come from PyTorch's own float8_e4m3fn / bfloat16 casts and ml_dtypes'
@@ -116,7 +116,7 @@ class NumpyOps:
 OPS = TorchOps() if torch is not None else NumpyOps()
 
 # ----------------------------------------------------------------------------
-# Number formats (contract section 2).
+# Number formats (docs/contract.md section 2).
 
 
 def f32_bits(a):
@@ -334,7 +334,7 @@ RCP6 = np.float32(1.0) / np.float32(6.0)  # RN(1/6)
 assert int(np.array(RCP6).view(np.uint32)) == 0x3E2AAAAB
 
 # ----------------------------------------------------------------------------
-# Block-16 quantization (contract section 3).
+# Block-16 quantization (docs/contract.md section 3).
 
 
 def both(fn, *args):
@@ -392,7 +392,7 @@ def quantize_rows(x, gs):
 
 
 # ----------------------------------------------------------------------------
-# 128x4 swizzle (contract section 4), by reshapes as torchao's to_blocked
+# 128x4 swizzle (docs/contract.md section 4), by reshapes as torchao's to_blocked
 # does it, checked against the offset formula.
 
 
@@ -423,7 +423,7 @@ def swizzle(linear):
 
 
 # ----------------------------------------------------------------------------
-# Weight quantization (contract section 5).
+# Weight quantization (docs/contract.md section 5).
 
 
 def quantize_weight(w_f32):
@@ -441,7 +441,7 @@ def quantize_weight(w_f32):
 
 
 # ----------------------------------------------------------------------------
-# The op (contract section 6), with an exact integer GEMM.
+# The op (docs/contract.md section 6), with an exact integer GEMM.
 
 
 def dequant_int(codes, scales, k):
@@ -768,7 +768,7 @@ def gen_all(out_dir, rng_seed=20261130):
     res = run_op(attn_bits, wq, wsf, w_gs, act_gs, gate, gidx, residual)
     # Exactness: products are multiples of 2^-5 (= 2^15 units of 2^-20) and
     # sum|products| < 2^(15 + 24) for every element, so every partial sum in
-    # any order is exact in f32 (contract section 6).
+    # any order is exact in f32 (docs/contract.md section 6).
     a, w = res["a_int"], res["w_int"]
     assert (a % 2**8 == 0).all() and (w % 2**7 == 0).all()
     abs_sum = np.abs(a) @ np.abs(w).T

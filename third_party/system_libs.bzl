@@ -2,7 +2,8 @@
 
 Target names follow the upstream Bazel builds (abseil, googletest, benchmark, eigen) so that
 moving to upstream sources later only touches WORKSPACE. Libraries are linked statically where
-Debian ships an archive, so binaries built here also run on the GPU machine (which has none of them).
+Debian ships an archive, so binaries built here also run on the GPU machine (which has none of them);
+Google Benchmark, which Debian ships shared only, is compiled from Debian's source package.
 """
 
 _LIBDIR = "/usr/lib/x86_64-linux-gnu"
@@ -83,13 +84,63 @@ alias(name = "gmock", actual = ":gtest")
 alias(name = "gmock_main", actual = ":gtest_main")
 """.format(lib = _LIBDIR)
 
-# Debian ships Google Benchmark as a shared library only; binaries that use it get an rpath to
-# where it lies here and next to the binary ($ORIGIN), so a copy can travel with them.
+# Google Benchmark, compiled from Debian's source package (Debian ships the library shared only, and
+# benchmark binaries must run on a GPU machine that has nothing but the NVIDIA driver). ./bazelw
+# fetches the package once into third_party/benchmark_src/ (git-ignored) and checks the tarball
+# against its .dsc; this rule checks it once more against the sha256 pinned here (the version this
+# BUILD file was written for) and extracts it into the external repository, never into the
+# checkout (the tarball holds BUILD files that `//...` would otherwise pick up).
+_BENCHMARK_VERSION = "1.7.1"
+_BENCHMARK_SHA256 = "6430e4092653380d9dc4ccb45a1e2dc9259d581f4866dc0759713126056bc1d7"
+
+# What upstream's CMake build defines on Linux with GCC: its feature checks find std::regex (the
+# first regex backend it tries) and std::chrono::steady_clock; BENCHMARK_STATIC_DEFINE makes the
+# export macros empty, as in upstream's own (static-only) Bazel build. -O2: the library's timing
+# loop is optimized even in fastbuild.
 _BENCHMARK_BUILD = """
 package(default_visibility = ["//visibility:public"])
-cc_library(name = "benchmark", linkopts = ["-L{lib}", "-lbenchmark", "-Wl,-rpath,$$ORIGIN", "-pthread"])
-cc_library(name = "benchmark_main", linkopts = ["{lib}/libbenchmark_main.a"], deps = [":benchmark"])
-""".format(lib = _LIBDIR)
+licenses(["notice"])  # Apache 2.0
+cc_library(
+    name = "benchmark",
+    srcs = glob(["src/*.cc", "src/*.h"], exclude = ["src/benchmark_main.cc"]),
+    hdrs = ["include/benchmark/benchmark.h", "include/benchmark/export.h"],
+    copts = ["-O2", "-DHAVE_STD_REGEX", "-DHAVE_STEADY_CLOCK", "-w"],
+    defines = ["BENCHMARK_STATIC_DEFINE"],
+    includes = ["include"],
+    linkopts = ["-pthread"],
+    linkstatic = True,
+)
+cc_library(
+    name = "benchmark_main",
+    srcs = ["src/benchmark_main.cc"],
+    copts = ["-w"],
+    linkstatic = True,
+    deps = [":benchmark"],
+)
+"""
+
+def _benchmark_source_impl(ctx):
+    root = ctx.path(Label("@//:WORKSPACE")).dirname
+    tarball = root.get_child("third_party").get_child("benchmark_src").get_child(
+        "benchmark_%s.orig.tar.gz" % _BENCHMARK_VERSION,
+    )
+    if not tarball.exists:
+        fail(("Google Benchmark's sources are missing: %s. ./bazelw fetches them (Debian's " +
+              "'benchmark' source package, once); run the build through ./bazelw on a machine " +
+              "that reaches deb.debian.org.") % tarball)
+    result = ctx.execute(["sha256sum", str(tarball)])
+    got = result.stdout.split(" ")[0] if result.return_code == 0 else "(sha256sum failed: %s)" % result.stderr
+    if got != _BENCHMARK_SHA256:
+        fail("%s: sha256 %s, expected %s (delete third_party/benchmark_src/ and run ./bazelw again)" %
+             (tarball, got, _BENCHMARK_SHA256))
+    ctx.extract(tarball, stripPrefix = "benchmark-%s" % _BENCHMARK_VERSION)
+    # Upstream's own Bazel files (they need repositories this workspace does not have).
+    for f in ["BUILD.bazel", "WORKSPACE", "bindings", "test", "tools"]:
+        ctx.delete(f)
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+    ctx.file("BUILD", _BENCHMARK_BUILD)
+
+_benchmark_source_repository = repository_rule(implementation = _benchmark_source_impl, local = True)
 
 _EIGEN_BUILD = """
 package(default_visibility = ["//visibility:public"])
@@ -98,6 +149,15 @@ cc_library(
     hdrs = glob(["Eigen/**", "unsupported/Eigen/**"]),
     includes = ["."],
     defines = ["EIGEN_MPL2_ONLY"],
+)
+"""
+
+_NLOHMANN_JSON_BUILD = """
+package(default_visibility = ["//visibility:public"])
+cc_library(
+    name = "json",
+    hdrs = glob(["nlohmann/**"]),
+    includes = ["."],
 )
 """
 
@@ -131,12 +191,7 @@ def system_library_repositories():
         build = _GTEST_BUILD,
         hint = "Debian's libgtest-dev and libgmock-dev",
     )
-    _symlinked_repository(
-        name = "com_google_benchmark",
-        links = {_LIBDIR + "/libbenchmark.so": "libbenchmark.so"},
-        build = _BENCHMARK_BUILD,
-        hint = "Debian's libbenchmark-dev",
-    )
+    _benchmark_source_repository(name = "com_google_benchmark")
     _symlinked_repository(
         name = "eigen",
         links = {
@@ -145,6 +200,12 @@ def system_library_repositories():
         },
         build = _EIGEN_BUILD,
         hint = "Debian's libeigen3-dev",
+    )
+    _symlinked_repository(
+        name = "nlohmann_json",
+        links = {"/usr/include/nlohmann": "nlohmann"},
+        build = _NLOHMANN_JSON_BUILD,
+        hint = "Debian's nlohmann-json3-dev",
     )
     _symlinked_repository(
         name = "cuda",

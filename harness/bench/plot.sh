@@ -8,17 +8,25 @@ png=${2:-${csv%.csv}.png}
 command -v gnuplot >/dev/null || { echo "plot.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# One data file per contender: "M ms TFLOPs", from the rows named "<contender>/M:<m>/manual_time"
-# that did not fail. Columns are found by name in the header.
+# One data file per contender: "M ms TFLOPs", from the rows named "<contender>/M:<m>/..." that did
+# not fail; with --benchmark_repetitions, only the _median aggregate rows (the others and the
+# single repetitions are skipped). Columns are found by name in the header.
 awk -F, -v dir="$tmp" '
   function unq(s) { gsub(/"/, "", s); return s }
   !hdr && unq($1) == "name" { for (i = 1; i <= NF; i++) col[unq($i)] = i; hdr = 1; next }
   hdr {
     name = unq($1); split(name, part, "/")
     if (part[2] !~ /^M:/ || unq($col["error_occurred"]) == "true") next
+    if (name ~ /_(mean|stddev|cv)$/) next
     m = substr(part[2], 3)
-    print m, $col["ms"], $col["TFLOPs"] >> (dir "/" part[1] ".dat")
+    row = m " " $col["ms"] " " $col["TFLOPs"]
+    if (name ~ /_median$/) median[part[1] SUBSEP m] = row; else plain[part[1] SUBSEP m] = row
+  }
+  END {
+    for (k in plain) if (!(k in median)) median[k] = plain[k]
+    for (k in median) { split(k, kk, SUBSEP); print median[k] >> (dir "/" kk[1] ".dat") }
   }' "$csv"
+for f in "$tmp"/*.dat; do [[ -f $f ]] && sort -n -o "$f" "$f"; done
 ls "$tmp"/*.dat >/dev/null 2>&1 || { echo "plot.sh: no benchmark rows in $csv" >&2; exit 1; }
 {
   echo "set terminal pngcairo size 1400,560 noenhanced"

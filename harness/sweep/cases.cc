@@ -7,44 +7,10 @@
 #include "absl/strings/str_cat.h"
 
 namespace h3::sweep {
-
-absl::string_view DataKindName(DataKind kind) {
-  switch (kind) {
-    case DataKind::kExact:
-      return "exact";
-    case DataKind::kGaussian:
-      return "gauss";
-    case DataKind::kHeavyTail:
-      return "heavy";
-    case DataKind::kSpecial:
-      return "special";
-    case DataKind::kSaturate:
-      return "saturate";
-  }
-  return "?";
-}
-
-absl::string_view GatePatternName(GatePattern pattern) {
-  switch (pattern) {
-    case GatePattern::kAllValid:
-      return "valid";
-    case GatePattern::kPaddingRuns:
-      return "padruns";
-    case GatePattern::kIndexG:
-      return "idxG";
-    case GatePattern::kIntMin:
-      return "intmin";
-    case GatePattern::kIntMax:
-      return "intmax";
-    case GatePattern::kMixedInvalid:
-      return "mixed";
-    case GatePattern::kOneRow:
-      return "onerow";
-  }
-  return "?";
-}
-
 namespace {
+
+using testbed::DataKind;
+using testbed::GatePattern;
 
 std::string ShapeTag(const OpShape& s) {
   if (s.n == kH3N && s.k == kH3K && s.g == kH3G) return "h3";
@@ -59,9 +25,9 @@ OpShape WithM(OpShape shape, int64_t m) {
 CaseSpec Make(OpShape shape, int64_t m, DataKind data, GatePattern gate, bool inplace = false,
               bool caller_ws = true) {
   CaseSpec spec;
-  spec.shape = WithM(shape, m);
-  spec.data = data;
-  spec.gate = gate;
+  spec.problem.shape = WithM(shape, m);
+  spec.problem.data = data;
+  spec.problem.gate = gate;
   spec.out_is_residual = inplace;
   spec.caller_workspace = caller_ws;
   spec.name = CaseName(spec);
@@ -71,9 +37,11 @@ CaseSpec Make(OpShape shape, int64_t m, DataKind data, GatePattern gate, bool in
 }  // namespace
 
 std::string CaseName(const CaseSpec& spec) {
-  return absl::StrCat(ShapeTag(spec.shape), "/m=", spec.shape.m, "/", DataKindName(spec.data), "/",
-                      GatePatternName(spec.gate), "/", spec.out_is_residual ? "inplace" : "out",
-                      "/", spec.caller_workspace ? "ws" : "nows");
+  const testbed::ProblemSpec& p = spec.problem;
+  return absl::StrCat(ShapeTag(p.shape), "/m=", p.shape.m, "/", testbed::DataKindName(p.data), "/",
+                      testbed::GatePatternName(p.gate), "/",
+                      spec.out_is_residual ? "inplace" : "out", "/",
+                      spec.caller_workspace ? "ws" : "nows");
 }
 
 std::vector<CaseSpec> DefaultCases() {

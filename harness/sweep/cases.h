@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "emulator/shape.h"
+#include "core/shape.h"
+#include "harness/testbed/problem.h"
+#include "harness/testbed/rows.h"
 
 namespace h3::sweep {
 
-// M of one kernel tile (kernels/config.cuh kBM). Kept here so the case table and its test stay
-// CPU-only; gpu_backend.cc static_asserts that it equals the kernel's.
-inline constexpr int64_t kTileM = 128;
+// M of one kernel tile (kernels/config.cuh kBM; harness/testbed/gpu_run.cc checks it).
+inline constexpr int64_t kTileM = testbed::kTileM;
 // Tiles after which every CTA of the persistent grid has taken a second tile: more N tiles
 // times M tiles than SMs on any target (H200: 132, RTX 5090: 170) once M >= 8 tiles at the
 // MiniMax-H3 N (42 tiles of 128 columns).
@@ -31,34 +31,9 @@ inline constexpr int64_t kTokens720p5s = 21 * 45 * 80 + 256;  // 75856 (> 65536)
 // attn_out has more than 2^31 elements: every offset must be 64-bit.
 inline constexpr int64_t kTokensPast2g = 300000;
 
-// How the inputs are filled (generators.h).
-enum class DataKind {
-  kExact,      // E2M1 grid values times power-of-two block maxima: f32 accumulation is exact
-  kGaussian,   // N(0,1) with per-row scales, act_global_scale calibrated to the true amax bound
-  kHeavyTail,  // Gaussian plus outlier channels (x24) and rare spikes, as attention outputs have
-  kSpecial,    // NaN, +-Inf, -0, bf16 subnormals, bf16 max, all-NaN / all -0 blocks
-  kSaturate,   // Gaussian with act_global_scale calibrated to 1/16 of the amax: scales hit 448
-};
-
-// gate_index per row (generators.h): index 0..G-1 is a gate row, anything else copies residual.
-enum class GatePattern {
-  kAllValid,      // every row in [0, G)
-  kPaddingRuns,   // runs of -1 (padded tokens) and trailing padding
-  kIndexG,        // a quarter of the rows carry G (one past the table)
-  kIntMin,        // a quarter carry INT32_MIN
-  kIntMax,        // a quarter carry INT32_MAX
-  kMixedInvalid,  // -1, G, INT_MIN, INT_MAX and valid rows interleaved
-  kOneRow,        // every row uses gate row G-1
-};
-
-absl::string_view DataKindName(DataKind kind);
-absl::string_view GatePatternName(GatePattern pattern);
-
 struct CaseSpec {
   std::string name;
-  OpShape shape;
-  DataKind data = DataKind::kGaussian;
-  GatePattern gate = GatePattern::kAllValid;
+  testbed::ProblemSpec problem;  // shape (with the case's M), data kind, gate_index pattern
   bool out_is_residual = false;  // out and residual are one buffer (in-place update)
   bool caller_workspace = true;  // act_q/act_sf given by the caller (and then compared)
 };

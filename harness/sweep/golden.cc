@@ -1,6 +1,5 @@
 #include "harness/sweep/golden.h"
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,9 @@
 #include "emulator/quantize.h"
 #include "emulator/swizzle.h"
 #include "harness/npy.h"
+#include "harness/testbed/compare.h"
+#include "harness/testbed/problem.h"
+#include "harness/testbed/rows.h"
 
 namespace h3::sweep {
 namespace {
@@ -36,7 +38,7 @@ absl::Status Load(const std::string& prefix, const char* key, TypedArray<T>& a, 
 }
 
 struct Golden {
-  Problem problem;
+  testbed::Problem problem;
   std::vector<uint16_t> out;
   std::vector<uint8_t> act_q, act_sf;
 };
@@ -64,10 +66,10 @@ absl::StatusOr<Golden> LoadGolden(const std::string& dir) {
                      wgs.data.size(), " and ", ags.data.size()));
   }
   Golden g;
-  Problem& p = g.problem;
+  testbed::Problem& p = g.problem;
   p.shape = OpShape{attn.shape[0], gate.shape[1], attn.shape[1], gate.shape[0]};
   p.case_m = p.shape.m;
-  p.rows = AllRows(p.shape.m);
+  p.rows = testbed::AllRows(p.shape.m);
   p.attn_out = std::move(attn.data);
   p.gate = std::move(gate.data);
   p.gate_index = std::move(gidx.data);
@@ -84,15 +86,6 @@ absl::StatusOr<Golden> LoadGolden(const std::string& dir) {
   g.act_q = std::move(act_q.data);
   g.act_sf = std::move(act_sf.data);
   return g;
-}
-
-void Fold(const CompareReport& rep, absl::string_view label, CaseResult& r, bool& pass) {
-  r.checked += rep.checked;
-  r.mismatches += rep.mismatches;
-  r.max_ulp = std::max(r.max_ulp, rep.max_ulp);
-  if (rep.pass) return;
-  pass = false;
-  if (r.first_mismatch.empty()) r.first_mismatch = absl::StrCat(label, rep.first_mismatch);
 }
 
 }  // namespace
@@ -138,11 +131,11 @@ absl::StatusOr<Golden> LoadQuantGolden(const std::string& prefix) {
         absl::StrCat(prefix, "_gs.npy: expected one value, got ", gs.data.size()));
   }
   Golden g;
-  Problem& p = g.problem;
+  testbed::Problem& p = g.problem;
   const int64_t n = 128;
   p.shape = OpShape{x.shape[0], n, x.shape[1], 1};
   p.case_m = p.shape.m;
-  p.rows = AllRows(p.shape.m);
+  p.rows = testbed::AllRows(p.shape.m);
   p.attn_out = std::move(x.data);
   p.gate.assign(static_cast<size_t>(n), 0);
   p.gate_index.assign(static_cast<size_t>(p.shape.m), 0);
@@ -179,34 +172,40 @@ CaseResult RunGoldenCase(const GoldenCase& golden, DeviceBackend* device) {
     r.first_mismatch = std::string(g.status().message());
     return finish(Verdict::kError);
   }
-  const Problem& p = g->problem;
+  const testbed::Problem& p = g->problem;
   const OpShape& s = p.shape;
   r.m = s.m;
   r.n = s.n;
   r.k = s.k;
   r.rows_compared = s.m;
-  bool pass = true;
+  testbed::Comparison c;
+  auto judged = [&] {
+    TakeComparison(c, r);
+    return finish(c.pass ? Verdict::kPass : Verdict::kFail);
+  };
   std::vector<uint8_t> act_q(g->act_q.size(), 0xFF), act_sf(g->act_sf.size(), 0xFF);
+  // act_q/act_sf against the golden's own bytes (not the emulator's).
   auto compare_act = [&](absl::string_view label) {
-    Fold(CompareBytes("act_q", g->act_q, act_q, s.k / 2), absl::StrCat(label, " "), r, pass);
-    Fold(CompareBytes("act_sf", g->act_sf, act_sf, s.k / 16), absl::StrCat(label, " "), r, pass);
+    c.act_check = "bit-exact";
+    const std::string prefix = absl::StrCat(label, " ");
+    testbed::JudgeBytes("act_q", g->act_q, act_q, s.k / 2, p.rows, prefix, c);
+    testbed::JudgeBytes("act_sf", g->act_sf, act_sf, s.k / 16, p.rows, prefix, c);
   };
 
   if (!is_op && device == nullptr) {
-    // The quantizer alone (contract section 3); no GEMM, so no out comparison.
-    r.comparison = "none";
-    r.act_check = "bit-exact";
+    // The quantizer alone (docs/contract.md section 3); no GEMM, so no out comparison.
+    c.out_check = "none";
     QuantizeRows(p.attn_out, s.m, s.k, p.act_global_scale, absl::MakeSpan(act_q),
                  absl::MakeSpan(act_sf));
     compare_act("emulator");
-    return finish(pass ? Verdict::kPass : Verdict::kFail);
+    return judged();
   }
 
   // The device first: shapes its kernel does not tile (quant goldens with k % 256 != 0) are
   // skipped before the emulator is asked for an envelope it may not define (k % 64 != 0).
   std::vector<uint16_t> out(static_cast<size_t>(s.m * s.n), 0x7FBF);
   if (device != nullptr) {
-    absl::StatusOr<DeviceResult> dev = device->Run(p, false, true, p.rows);
+    absl::StatusOr<testbed::RunResult> dev = device->Run(p, false, true, p.rows);
     if (!dev.ok()) {
       const bool unsupported = dev.status().code() == absl::StatusCode::kUnimplemented ||
                                dev.status().code() == absl::StatusCode::kInvalidArgument;
@@ -217,25 +216,23 @@ CaseResult RunGoldenCase(const GoldenCase& golden, DeviceBackend* device) {
     act_q = std::move(dev->act_q);
     act_sf = std::move(dev->act_sf);
   }
-  r.act_check = "bit-exact";
 
-  const OpInputs in = InputsOf(p);
-  absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(in, {});
-  if (!env.ok()) {
-    r.first_mismatch = absl::StrCat("envelope: ", env.status().ToString());
+  absl::StatusOr<testbed::Reference> ref = testbed::MakeReference(p, p.rows);
+  if (!ref.ok()) {
+    r.first_mismatch = absl::StrCat("envelope: ", ref.status().ToString());
     return finish(Verdict::kError);
   }
-  const bool all_exact =
-      std::all_of(env->exact.begin(), env->exact.end(), [](uint8_t e) { return e != 0; });
-  r.comparison = all_exact ? "bit-exact" : "bound";
+  const OutEnvelope& env = ref->env;
+  c.out_check = ref->exact ? "bit-exact" : "bound";
   // The independent golden out must itself lie inside the emulator's envelope.
-  if (is_op) Fold(CompareOut(*env, g->out, {}), "golden out vs envelope: ", r, pass);
+  if (is_op) testbed::JudgeOut(env, g->out, p.rows, "golden out vs envelope: ", c);
 
   if (device != nullptr) {
-    Fold(CompareOut(*env, out, {}), "gpu out: ", r, pass);
+    testbed::JudgeOut(env, out, p.rows, "gpu out: ", c);
     compare_act("gpu");
-    return finish(pass ? Verdict::kPass : Verdict::kFail);
+    return judged();
   }
+  const OpInputs in = testbed::InputsOf(p);
   for (GemmPath path : {GemmPath::kFastF32, GemmPath::kExact}) {
     const absl::string_view label = path == GemmPath::kFastF32 ? "fast path" : "exact path";
     OpOutputs o{absl::MakeSpan(out), absl::MakeSpan(act_q), absl::MakeSpan(act_sf)};
@@ -244,18 +241,18 @@ CaseResult RunGoldenCase(const GoldenCase& golden, DeviceBackend* device) {
       r.first_mismatch = absl::StrCat("emulator ", label, ": ", st.ToString());
       return finish(Verdict::kError);
     }
-    Fold(CompareOut(*env, out, {}), absl::StrCat(label, " out: "), r, pass);
+    testbed::JudgeOut(env, out, p.rows, absl::StrCat(label, " out: "), c);
     compare_act(label);
     if (path == GemmPath::kExact) {
       // The golden's out is the epilogue of the exact accumulator rounded once to f32, which is
       // what the exact path computes: equal bit for bit.
-      OutEnvelope pin = *env;
+      OutEnvelope pin = env;
       pin.lo = g->out;
       pin.hi = g->out;
-      Fold(CompareOut(pin, out, {}), "exact path vs golden out: ", r, pass);
+      testbed::JudgeOut(pin, out, p.rows, "exact path vs golden out: ", c);
     }
   }
-  return finish(pass ? Verdict::kPass : Verdict::kFail);
+  return judged();
 }
 
 }  // namespace h3::sweep

@@ -1,12 +1,14 @@
 #include "harness/sweep/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include <nlohmann/json.hpp>
 
 namespace h3::sweep {
 
@@ -57,30 +59,6 @@ std::string CsvField(const std::string& s) {
   return q + "\"";
 }
 
-std::string JsonString(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        q += "\\\"";
-        break;
-      case '\\':
-        q += "\\\\";
-        break;
-      case '\n':
-        q += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&q, "\\u%04x", c);
-        } else {
-          q += c;
-        }
-    }
-  }
-  return q + "\"";
-}
-
 }  // namespace
 
 std::string ToCsv(absl::Span<const CaseResult> results) {
@@ -97,22 +75,34 @@ std::string ToCsv(absl::Span<const CaseResult> results) {
 }
 
 std::string ToJson(absl::Span<const CaseResult> results, const std::string& backend) {
-  std::vector<std::string> items;
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   bool pass = true;
   for (const CaseResult& r : results) {
     pass &= r.verdict == Verdict::kPass || r.verdict == Verdict::kSkip;
-    items.push_back(absl::StrFormat(
-        "    {\"case\": %s, \"result\": \"%s\", \"backend\": \"%s\", \"m\": %d, \"n\": %d, "
-        "\"k\": %d, \"out_comparison\": \"%s\", \"act_comparison\": %s, \"rows_compared\": %d, "
-        "\"checked\": %d, \"mismatches\": %d, \"max_ulp\": %d, \"seconds\": %.3f, "
-        "\"first_mismatch\": %s}",
-        JsonString(r.name), VerdictName(r.verdict), r.backend, r.m, r.n, r.k, r.comparison,
-        JsonString(r.act_check), r.rows_compared, r.checked, r.mismatches, r.max_ulp, r.seconds,
-        JsonString(r.first_mismatch)));
+    cases.push_back({
+        {"case", r.name},
+        {"result", std::string(VerdictName(r.verdict))},
+        {"backend", r.backend},
+        {"m", r.m},
+        {"n", r.n},
+        {"k", r.k},
+        {"out_comparison", r.comparison},
+        {"act_comparison", r.act_check},
+        {"rows_compared", r.rows_compared},
+        {"checked", r.checked},
+        {"mismatches", r.mismatches},
+        {"max_ulp", r.max_ulp},
+        {"seconds", std::round(r.seconds * 1000) / 1000},
+        {"first_mismatch", r.first_mismatch},
+    });
   }
-  return absl::StrCat("{\n  \"backend\": ", JsonString(backend),
-                      ",\n  \"pass\": ", pass ? "true" : "false", ",\n  \"cases\": [\n",
-                      absl::StrJoin(items, ",\n"), "\n  ]\n}\n");
+  const nlohmann::ordered_json report = {
+      {"backend", backend},
+      {"pass", pass},
+      {"cases", std::move(cases)},
+  };
+  // Invalid UTF-8 (never expected: names and messages are ASCII) is replaced, not thrown.
+  return report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 absl::Status WriteReport(const std::string& path, absl::Span<const CaseResult> results,

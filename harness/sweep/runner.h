@@ -12,18 +12,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "emulator/check.h"
 #include "harness/sweep/cases.h"
-#include "harness/sweep/generators.h"
+#include "harness/testbed/compare.h"
+#include "harness/testbed/problem.h"
 
 namespace h3::sweep {
-
-// What a device backend returns for the compared rows (row i of each is case row rows[i]).
-struct DeviceResult {
-  std::vector<uint16_t> out;    // [rows, n]
-  std::vector<uint8_t> act_q;   // [rows, k/2]; empty when the op used internal workspaces
-  std::vector<uint8_t> act_sf;  // [rows, k/16] linear; empty likewise
-};
 
 // A backend that runs the whole op (all M rows) somewhere other than the emulator.
 class DeviceBackend {
@@ -31,11 +24,12 @@ class DeviceBackend {
   virtual ~DeviceBackend() = default;
   // Plain words for the output, e.g. "GPU: sm_90a validation build (emulated block-scaled MMA)".
   virtual std::string Description() const = 0;
-  // Runs the op on `full` (every row of the case) and returns rows `rows`. Errors are the op's
-  // own status (e.g. an unsupported shape) or a CUDA failure.
-  virtual absl::StatusOr<DeviceResult> Run(const Problem& full, bool out_is_residual,
-                                           bool caller_workspace,
-                                           absl::Span<const int64_t> rows) = 0;
+  // Runs the op on `full` (every row of the case) and returns rows `rows` (act_q/act_sf only
+  // with caller_workspace). Errors are the op's own status (e.g. an unsupported shape) or a CUDA
+  // failure.
+  virtual absl::StatusOr<testbed::RunResult> Run(const testbed::Problem& full,
+                                                 bool out_is_residual, bool caller_workspace,
+                                                 absl::Span<const int64_t> rows) = 0;
 };
 
 struct RunnerOptions {
@@ -62,24 +56,18 @@ struct CaseResult {
   double seconds = 0;
 };
 
+// Copies a comparison's verdict material into `r` (the verdict itself stays the caller's).
+void TakeComparison(const testbed::Comparison& c, CaseResult& r);
+
 using ProgressFn = std::function<void(absl::string_view)>;
 
 // Runs one case. `device` == nullptr: emulator-only (the fast f32 path and the exact path, both
 // against the exact envelope). Otherwise the device backend against the emulator.
-CaseResult RunCase(const CaseSpec& spec, DeviceBackend* device, WeightCache& weights,
+CaseResult RunCase(const CaseSpec& spec, DeviceBackend* device, testbed::WeightCache& weights,
                    const RunnerOptions& options, const ProgressFn& progress);
 
 // The rows a case compares under `options`.
 std::vector<int64_t> RowsToCompare(const CaseSpec& spec, const RunnerOptions& options);
-
-// The first element of `got` outside [lo, hi] (bf16 total order, Bf16OrderKey; lo == hi demands
-// equality), described with case coordinates (row = rows[i]); "" when all are inside.
-std::string FirstOutMismatch(const OutEnvelope& env, absl::Span<const uint16_t> got,
-                             absl::Span<const int64_t> rows);
-// The first differing byte, described with case coordinates; "" when equal.
-std::string FirstByteMismatch(absl::string_view what, absl::Span<const uint8_t> want,
-                              absl::Span<const uint8_t> got, int64_t row_bytes,
-                              absl::Span<const int64_t> rows);
 
 }  // namespace h3::sweep
 

@@ -22,11 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "harness/sweep/cases.h"
-#include "harness/sweep/generators.h"
 #include "harness/sweep/golden.h"
 #include "harness/sweep/gpu_backend.h"
 #include "harness/sweep/report.h"
 #include "harness/sweep/runner.h"
+#include "harness/testbed/problem.h"
 
 ABSL_FLAG(std::string, backend, "auto",
           "auto: the GPU when one with a kernel build is present, else the emulator alone; "
@@ -200,7 +200,7 @@ int Main(int argc, char** argv) {
     results.push_back(RunGoldenCase(g, device.get()));
     show(results.back());
   }
-  WeightCache weights(options.seed);
+  testbed::WeightCache weights(options.seed);
   const ProgressFn progress = [](absl::string_view what) {
     std::printf("      ... %.*s\n", static_cast<int>(what.size()), what.data());
     std::fflush(stdout);

@@ -1,8 +1,8 @@
-#ifndef H3_KERNELS_OUT_PROJ_KERNEL_H_
-#define H3_KERNELS_OUT_PROJ_KERNEL_H_
+#ifndef H3_KERNELS_OUT_PROJ_LAUNCH_H_
+#define H3_KERNELS_OUT_PROJ_LAUNCH_H_
 
-// The launcher of the fused kernel (no abseil: compiled by nvcc). Arguments are assumed
-// validated by kernels/out_proj.cc.
+// The launcher of the fused kernel (out_proj_launch.cu; no abseil: compiled by nvcc). Arguments
+// are assumed validated by kernels/out_proj.cc.
 
 #include <cuda_runtime.h>
 
@@ -25,12 +25,12 @@ struct OutProjLaunch {
   uint16_t* out = nullptr;
   uint8_t* act_q = nullptr;  // required here (the host API allocates one when absent)
   uint8_t* act_sf = nullptr;
-  uint32_t* sync = nullptr;  // kSyncWords zeroed words, returned to zero by the kernel
+  uint32_t* ready_flags = nullptr;  // kReadyFlagWords zeroed words (ready_flags.h), left zeroed
   int resident_ctas = 0;     // from ConfigureOutProj in the current context (grid cap)
 };
 
 // kSm120Native: Sm120Config on sm_120a. kSm90Faithful: the same Sm120Config kernel compiled for
-// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: Sm90Config on sm_90a (A
+// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: sm90::Sm90Config on sm_90a (A
 // dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 inline constexpr int kKernelBuilds = 3;  // KernelBuild values are 0 .. kKernelBuilds - 1
@@ -50,4 +50,4 @@ cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid
 
 }  // namespace h3::kernels
 
-#endif  // H3_KERNELS_OUT_PROJ_KERNEL_H_
+#endif  // H3_KERNELS_OUT_PROJ_LAUNCH_H_

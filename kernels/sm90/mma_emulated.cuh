@@ -1,25 +1,23 @@
-#ifndef H3_KERNELS_MMA_BLOCK_SCALED_CUH_
-#define H3_KERNELS_MMA_BLOCK_SCALED_CUH_
+#ifndef H3_KERNELS_SM90_MMA_EMULATED_CUH_
+#define H3_KERNELS_SM90_MMA_EMULATED_CUH_
 
-// One warp-level block-scaled MMA, D = C + sum_b SFA(m,b) SFB(n,b) sum_{k in b} A[m,k] B[k,n]
-// (contract section 7), with one register interface:
-//   a[4] (16x64 e2m1), b[2] (64x8 e2m1), c[4] (16x8 f32), sfa/sfb (ue4m3 x4, lanes 4g/4g+1/4g).
-// sm_120a: the native mma.sync kind::mxf4nvf4 instruction. sm_90a: an exact emulation by four
-// bf16 mma.m16n8k16 (see fragment_math.h for the k permutation and why it is exact).
+// Hopper validation only: exact emulations of the SM120 block-scaled mma.m16n8k64
+// (contract section 7) from the very registers the SM120 main loop loads, by bf16 mma.m16n8k16
+// (see emu_fragment_math.h for the k permutation and why it is exact). Two granularities:
+//  - MmaBlockScaledEmulated: one instruction, scales fetched from their supplying lanes (the
+//    reference, used by the instruction-level tests);
+//  - WarpTileMmaEmulated: a warp tile's k-step, each A and B fragment dequantized once and reused
+//    across the tile (the faithful sm_90 main loop). Values are code * scale * 2^-8, so the f32
+//    accumulator holds acc * 2^-16 exactly (kEmuAccScale).
 
 #include <cuda_fp16.h>
 
 #include <cstdint>
 
-#include "kernels/fragment_math.h"
+#include "kernels/sm90/emu_fragment_math.h"
+#include "kernels/warp_acc.cuh"
 
-namespace h3::kernels {
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-inline constexpr bool kNativeBlockScaledMma = true;
-#else
-inline constexpr bool kNativeBlockScaledMma = false;
-#endif
+namespace h3::kernels::sm90 {
 
 // bf16 x bf16 -> f32 m16n8k16 (PTX mma.sync fragment layout for .bf16: A regs {row g, k 2t..},
 // {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}; B regs {k 2t..}, {k 2t+8..} of
@@ -39,23 +37,6 @@ __device__ __forceinline__ uint32_t MulBf16x2(uint32_t x, uint32_t y) {
   uint32_t d;
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(x), "r"(y));
   return d;
-}
-
-__device__ __forceinline__ void MmaBlockScaledNative(float (&c)[4], const uint32_t (&a)[4],
-                                                     const uint32_t (&b)[2], uint32_t sfa,
-                                                     uint32_t sfb) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-  // Selectors byte-id 0 / thread-id 0 for both scale operands (contract section 7).
-  asm volatile(
-      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X"
-      ".f32.e2m1.e2m1.f32.ue4m3 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3}, "
-      "%10, {0, 0}, %11, {0, 0};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(sfa), "r"(sfb));
-#else
-  __trap();  // never called off sm_120a
-#endif
 }
 
 // The instruction-level emulation (the reference for the sm_90 path): the same registers,
@@ -96,15 +77,6 @@ __device__ __forceinline__ void MmaBlockScaledEmulated(float (&c)[4], const uint
   }
 }
 
-__device__ __forceinline__ void MmaBlockScaled(float (&c)[4], const uint32_t (&a)[4],
-                                               const uint32_t (&b)[2], uint32_t sfa, uint32_t sfb) {
-  if constexpr (kNativeBlockScaledMma) {
-    MmaBlockScaledNative(c, a, b, sfa, sfb);
-  } else {
-    MmaBlockScaledEmulated(c, a, b, sfa, sfb);
-  }
-}
-
 // Two ue4m3 scales (bytes b0, b1 of `word`, selected by prmt selector `sel`) to duplicated
 // bf16x2 words of scale * 2^kEmuScaleExp2, branch-free: cvt.rn.f16x2.e4m3x2 is exact (sm_89+;
 // subnormal e4m3 become normal f16, 0x7F becomes NaN), f16 -> f32 exact, the power-of-two
@@ -116,7 +88,7 @@ __device__ __forceinline__ void ScalePairToBf16x2(uint32_t word, uint32_t sel, u
   asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}"
       : "=r"(h2)
       : "r"(pair));
-  const float p2 = BitsToF32(static_cast<uint32_t>(127 + kEmuScaleExp2) << 23);
+  const float p2 = F32FromBits(static_cast<uint32_t>(127 + kEmuScaleExp2) << 23);
   const float s0 =
       __fmul_rn(__half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFFu))), p2);
   const float s1 =
@@ -176,6 +148,30 @@ __device__ __forceinline__ void DequantBFragment(const uint32_t (&b)[2], uint32_
   }
 }
 
-}  // namespace h3::kernels
+// The faithful sm_90 main loop's k-step of a warp tile: dequantize each fragment once (B for the
+// whole tile, A one m16 fragment at a time), then 4 bf16 MMAs per block-scaled MMA.
+template <class Cfg>
+__device__ __forceinline__ void WarpTileMmaEmulated(WarpAcc<Cfg>& acc,
+                                                    const uint32_t (&a)[Cfg::kMFrags][4],
+                                                    const uint32_t (&b)[Cfg::kNFrags][2],
+                                                    const uint32_t (&sfa)[Cfg::kMFrags],
+                                                    const uint32_t (&sfb)[Cfg::kNFrags]) {
+  uint32_t bq[Cfg::kNFrags][4][2];
+#pragma unroll
+  for (int j = 0; j < Cfg::kNFrags; ++j) DequantBFragment(b[j], sfb[j], bq[j]);
+#pragma unroll
+  for (int i = 0; i < Cfg::kMFrags; ++i) {
+    uint32_t aq[4][4];
+    DequantAFragment(a[i], sfa[i], aq);
+    // s outer, j inner: consecutive MMAs write different accumulators (no dependency).
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+#pragma unroll
+      for (int j = 0; j < Cfg::kNFrags; ++j) MmaBf16(acc.v[i][j], aq[s], bq[j][s]);
+    }
+  }
+}
 
-#endif  // H3_KERNELS_MMA_BLOCK_SCALED_CUH_
+}  // namespace h3::kernels::sm90
+
+#endif  // H3_KERNELS_SM90_MMA_EMULATED_CUH_

@@ -1,4 +1,4 @@
-#include "emulator/shape.h"
+#include "core/shape.h"
 
 #include "absl/strings/str_format.h"
 
@@ -11,7 +11,7 @@ absl::Status ValidateShape(const OpShape& s) {
   if (s.n < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("shape.n: expected >= 1, got %d", s.n));
   }
-  if (s.k <= 0 || s.k % 64 != 0) {
+  if (s.k <= 0 || s.k % kMmaK != 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("shape.k: expected a positive multiple of 64, got %d", s.k));
   }

@@ -1,9 +1,9 @@
-#include "harness/sweep/generators.h"
+#include "harness/testbed/problem.h"
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
-#include <set>
 #include <thread>
 #include <utility>
 
@@ -11,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "emulator/formats.h"
 #include "emulator/swizzle.h"
+#include "harness/testbed/rng.h"
+#include "harness/testbed/rows.h"
 
-namespace h3::sweep {
+namespace h3::testbed {
 namespace {
 
 // Streams of the counter-based generator: one per tensor / purpose.
@@ -216,7 +218,22 @@ absl::StatusOr<QuantizedWeight> MakeWeight(uint64_t seed, int64_t n, int64_t k, 
   return QuantizeWeightBf16(bf, n, k);
 }
 
+// Names in enum order.
+constexpr absl::string_view kDataKindNames[] = {"exact", "gauss", "heavy", "special", "saturate"};
+static_assert(std::size(kDataKindNames) == static_cast<size_t>(DataKind::kSaturate) + 1);
+constexpr absl::string_view kGatePatternNames[] = {"valid",  "padruns", "idxG",  "intmin",
+                                                   "intmax", "mixed",   "onerow"};
+static_assert(std::size(kGatePatternNames) == static_cast<size_t>(GatePattern::kOneRow) + 1);
+
 }  // namespace
+
+absl::string_view DataKindName(DataKind kind) {
+  return kDataKindNames[static_cast<size_t>(kind)];
+}
+
+absl::string_view GatePatternName(GatePattern pattern) {
+  return kGatePatternNames[static_cast<size_t>(pattern)];
+}
 
 float GaussianBound() { return GaussianTable()[65535]; }
 
@@ -302,13 +319,21 @@ OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
 
 OpInputs InputsOf(const Problem& p) { return InputsOf(p, p.residual); }
 
-absl::StatusOr<Problem> GenerateProblem(const CaseSpec& spec, uint64_t seed,
+absl::StatusOr<Problem> GenerateProblem(const ProblemSpec& spec, uint64_t seed,
                                         absl::Span<const int64_t> rows, WeightCache& weights,
                                         int threads) {
   const OpShape& s = spec.shape;
-  if (s.k % 16 != 0 || s.n < 1 || s.g < 1 || s.m < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("case ", spec.name, ": shape must have k % 16 == 0, n >= 1, g >= 1, m >= 0"));
+  if (s.k % kScaleBlock != 0 || s.k < kScaleBlock || s.n < 1 || s.g < 1 || s.m < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GenerateProblem: shape m=", s.m, " n=", s.n, " k=", s.k, " g=", s.g,
+        ": expected m >= 0, n >= 1, k a positive multiple of 16, g >= 1"));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= s.m || (i > 0 && rows[i] <= rows[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GenerateProblem: rows[", i, "] = ", rows[i], ": expected ascending rows in [0, ", s.m,
+          ")"));
+    }
   }
   Problem p;
   p.case_m = s.m;
@@ -349,22 +374,10 @@ absl::StatusOr<Problem> GenerateProblem(const CaseSpec& spec, uint64_t seed,
   return p;
 }
 
-std::vector<int64_t> SampleRows(int64_t m, int64_t count, uint64_t seed) {
-  if (count >= m) return AllRows(m);
-  std::set<int64_t> rows;
-  for (int64_t r : {int64_t{0}, m - 1, kTileM - 1, kTileM, kTileM + 1, m - 2, m / 2}) {
-    if (r >= 0 && r < m) rows.insert(r);
-  }
-  for (uint64_t i = 0; static_cast<int64_t>(rows.size()) < count; ++i) {
-    rows.insert(static_cast<int64_t>(Mix64(seed ^ Mix64(i)) % static_cast<uint64_t>(m)));
-  }
-  return std::vector<int64_t>(rows.begin(), rows.end());
+absl::StatusOr<Problem> GenerateProblem(const ProblemSpec& spec, uint64_t seed) {
+  WeightCache weights(seed);
+  return GenerateProblem(spec, seed, AllRows(spec.shape.m), weights,
+                         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
-std::vector<int64_t> AllRows(int64_t m) {
-  std::vector<int64_t> rows(static_cast<size_t>(std::max<int64_t>(m, 0)));
-  for (int64_t i = 0; i < m; ++i) rows[i] = i;
-  return rows;
-}
-
-}  // namespace h3::sweep
+}  // namespace h3::testbed

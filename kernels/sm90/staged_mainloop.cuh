@@ -1,20 +1,20 @@
 #ifndef H3_KERNELS_SM90_STAGED_MAINLOOP_CUH_
 #define H3_KERNELS_SM90_STAGED_MAINLOOP_CUH_
 
-// The sm_90 "fast" validation consumer loop (Sm90Emulation::kFast): Hopper only, never compiled
-// into the sm_120a kernel. out_proj_kernel.cu's ConsumerLoop calls ConsumeTile and FinishTile when
-// Cfg::kEmuBufBytes > 0.
+// Hopper validation only: the sm_90 "fast" consumer loop (Sm90Emulation::kFast), never run by
+// the sm_120a kernel. out_proj_kernel.cuh's ConsumerLoop calls ConsumeTile and FinishTile when
+// Cfg::kSm90Staged (sm90/config.cuh).
 
 #include <cstdint>
 
 #include "kernels/fragment_math.h"
-#include "kernels/mma_block_scaled.cuh"
 #include "kernels/ptx.cuh"
+#include "kernels/sm90/mma_emulated.cuh"
 #include "kernels/warp_acc.cuh"
 
-namespace h3::kernels {
+namespace h3::kernels::sm90 {
 
-// ---- sm_90 validation, staged (Cfg::kEmuBufBytes > 0). Per MMA k-step (64 k) of the CTA tile:
+// ---- Per MMA k-step (64 k) of the CTA tile:
 //  - A (activations) never touches shared memory as bf16: each consumer warp takes its 16 rows'
 //    e2m1 fragments by ldmatrix (the SM120 A-fragment layout), dequantizes them in registers and
 //    feeds them to wgmma as its register A operand (m64n128k16, the warpgroup's 64 rows).
@@ -33,8 +33,6 @@ namespace h3::kernels {
 // the ldmatrix registers a0..a3 (row g / g + 8, word t / t + 4) directly. B staging tile:
 // [128 n][64 k'] bf16 = [128][128 B], 16-byte chunk q = 2j + h at Swizzle128Offset(n, q) holds
 // pair j of words 4h .. 4h + 3 of row n.
-namespace emu_staged {
-
 __device__ __forceinline__ void ConsumerBarSync() {  // named barrier 1: the 256 consumer threads
   asm volatile("bar.sync 1, 256;" ::: "memory");
 }
@@ -334,8 +332,6 @@ __device__ __forceinline__ void FinishTile(WarpAcc<Cfg>& acc) {
   ConsumerBarSync();  // the tile is read before the next tile's staging writes
 }
 
-}  // namespace emu_staged
-
-}  // namespace h3::kernels
+}  // namespace h3::kernels::sm90
 
 #endif  // H3_KERNELS_SM90_STAGED_MAINLOOP_CUH_

@@ -1,0 +1,175 @@
+#include "harness/bench/contenders.h"
+
+#include "absl/strings/str_format.h"
+#include "harness/bench/bench_kernels.cuh"
+#include "harness/bench/checks.h"
+#include "kernels/quantize_kernel.h"
+
+namespace h3::bench {
+namespace {
+
+using Kind = LtMatmul::Kind;
+
+// alpha of the NVFP4 GEMM: 1 / (act_gs * w_gs), each step rounded to f32 (contract section 6).
+const float kNvfp4Alpha = 1.f / (kActGs * kWeightGs);
+
+absl::Status Sync(const BenchContext& c) {
+  return testbed::CudaStatus(cudaStreamSynchronize(c.stream()), "cudaStreamSynchronize");
+}
+
+double NoFlops(int64_t) { return 0; }
+double GemmFlops(int64_t m) { return 2.0 * m * kN * kK; }
+absl::Status Ready(BenchContext&, const Inputs&) { return absl::OkStatus(); }
+
+// ---- copy: the bandwidth roofline (nothing to check).
+double CopyBytes(int64_t m) { return 2.0 * m * kK * 2; }
+absl::Status NoCheck(BenchContext&, const Inputs&) { return absl::OkStatus(); }
+absl::Status EnqueueCopy(BenchContext& c, const Inputs&, const RotationSet& s) {
+  return testbed::CudaStatus(cudaMemcpyAsync(s.o_f32.get(), s.attn.get(), s.attn.bytes(),
+                                             cudaMemcpyDeviceToDevice, c.stream()),
+                             "cudaMemcpyAsync (copy)");
+}
+
+// ---- quantize: the kernel's standalone quantizer, linear scales.
+double QuantizeBytes(int64_t m) { return m * kK * 2.0 + m * kK / 2.0 + m * kK / 16.0; }
+absl::Status EnqueueQuantize(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  return testbed::CudaStatus(
+      kernels::LaunchQuantizeNvfp4(s.attn.get(), in.m, kK, s.act_gs.get(), s.act_q.get(),
+                                   s.act_sf.get(), c.stream()),
+      "LaunchQuantizeNvfp4");
+}
+absl::Status CheckQuantize(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("quantize", in.m, "emulator QuantizeRows, bit-exact, sampled rows", [&] {
+    H3_RETURN_IF_ERROR(EnqueueQuantize(c, in, *in.sets[0]));
+    H3_RETURN_IF_ERROR(Sync(c));
+    return CheckQuantized(in);
+  });
+}
+
+// ---- bf16: cuBLASLt GEMM (bf16 out), then the standalone epilogue.
+absl::StatusOr<LtMatmul*> Bf16Gemm(BenchContext& c, const Inputs& in) {
+  return c.Gemm(Kind::kBf16, in, [&c](LtMatmul& g, int algo, const RotationSet& s) {
+    return g.Enqueue(s.w_bf16.get(), s.attn.get(), s.o_bf16.get(), 1.f, c.stream(), algo);
+  });
+}
+double Bf16GemmBytes(int64_t m) { return m * kK * 2.0 + kN * kK * 2.0 + m * kN * 2.0; }
+// + o read back, residual read, out written.
+double Bf16UnfusedBytes(int64_t m) { return Bf16GemmBytes(m) + 3 * m * kN * 2.0; }
+absl::Status PrepareBf16(BenchContext& c, const Inputs& in) { return Bf16Gemm(c, in).status(); }
+absl::Status EnqueueBf16Gemm(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  absl::StatusOr<LtMatmul*> g = Bf16Gemm(c, in);
+  H3_RETURN_IF_ERROR(g.status());
+  return (*g)->Enqueue(s.w_bf16.get(), s.attn.get(), s.o_bf16.get(), 1.f, c.stream());
+}
+absl::Status EnqueueBf16Unfused(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  H3_RETURN_IF_ERROR(EnqueueBf16Gemm(c, in, s));
+  return testbed::CudaStatus(
+      LaunchEpilogueBf16(s.o_bf16.get(), s.gate.get(), s.gate_index.get(), s.residual.get(),
+                         s.out.get(), in.m, kN, kG, c.stream()),
+      "LaunchEpilogueBf16");
+}
+// One check for both bf16 contenders: the GEMM's output is checked through the epilogue.
+absl::Status CheckBf16(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("bf16_pipeline", in.m, "double-precision reference, sampled rows", [&] {
+    H3_RETURN_IF_ERROR(EnqueueBf16Unfused(c, in, *in.sets[0]));
+    H3_RETURN_IF_ERROR(Sync(c));
+    return CheckBf16Pipeline(in);
+  });
+}
+
+// ---- nvfp4: quantize, swizzle the scales, cuBLASLt block-scaled GEMM (f32 out), epilogue.
+absl::Status EnqueueQuantizeSwizzled(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  H3_RETURN_IF_ERROR(EnqueueQuantize(c, in, s));
+  return testbed::CudaStatus(
+      LaunchSwizzleScales(s.act_sf.get(), in.m, kK / 16, s.act_sf_swz.get(), c.stream()),
+      "LaunchSwizzleScales");
+}
+absl::Status Nvfp4Call(const BenchContext& c, LtMatmul& g, int algo, const RotationSet& s) {
+  H3_RETURN_IF_ERROR(g.SetScales(s.w_sf.get(), s.act_sf_swz.get()));
+  return g.Enqueue(s.w_q.get(), s.act_q.get(), s.o_f32.get(), kNvfp4Alpha, c.stream(), algo);
+}
+absl::StatusOr<LtMatmul*> Nvfp4Gemm(BenchContext& c, const Inputs& in) {
+  return c.Gemm(Kind::kNvfp4, in, [&c](LtMatmul& g, int algo, const RotationSet& s) {
+    return Nvfp4Call(c, g, algo, s);
+  });
+}
+// The fused op's bytes + o (f32) written and read back.
+double Nvfp4UnfusedBytes(int64_t m) { return FusedBytes(m) + 2 * m * kN * 4.0; }
+absl::Status PrepareNvfp4(BenchContext& c, const Inputs& in) {
+  const cudaDeviceProp& p = c.device().prop;
+  if (p.major < 10) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "cuBLASLt NVFP4 (VEC16_UE4M3) needs sm_100 or sm_120; this is sm_%d%d: skipped", p.major,
+        p.minor));
+  }
+  // Every set's act_q / act_sf_swz must be current before the tuning calls read them.
+  for (const auto& s : in.sets) H3_RETURN_IF_ERROR(EnqueueQuantizeSwizzled(c, in, *s));
+  H3_RETURN_IF_ERROR(Sync(c));
+  return Nvfp4Gemm(c, in).status();
+}
+absl::Status EnqueueNvfp4Unfused(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  H3_RETURN_IF_ERROR(EnqueueQuantizeSwizzled(c, in, s));
+  absl::StatusOr<LtMatmul*> g = Nvfp4Gemm(c, in);
+  H3_RETURN_IF_ERROR(g.status());
+  H3_RETURN_IF_ERROR(Nvfp4Call(c, **g, -1, s));
+  return testbed::CudaStatus(
+      LaunchEpilogueF32(s.o_f32.get(), s.gate.get(), s.gate_index.get(), s.residual.get(),
+                        s.out.get(), in.m, kN, kG, c.stream()),
+      "LaunchEpilogueF32");
+}
+absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("nvfp4_unfused", in.m, "emulator envelope of out, sampled rows", [&] {
+    H3_RETURN_IF_ERROR(EnqueueNvfp4Unfused(c, in, *in.sets[0]));
+    H3_RETURN_IF_ERROR(Sync(c));
+    return CheckOutInEnvelope(in);
+  });
+}
+
+// ---- fused: the op, one launch.
+absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode) {
+  OutProjArgs a;
+  a.sm90_emulation = c.options().sm90_emulation;
+  a.m = in.m;
+  a.attn_out = s.attn.get();
+  a.o_weight_q = s.w_q.get();
+  a.o_weight_sf = s.w_sf.get();
+  a.o_weight_global_scale = kWeightGs;
+  a.act_global_scale = s.act_gs.get();
+  a.gate = s.gate.get();
+  a.gate_index = s.gate_index.get();
+  a.residual = s.residual.get();
+  a.out = s.out.get();
+  a.act_q = s.act_q.get();
+  a.act_sf = s.act_sf.get();
+  return MinimaxH3Nvfp4OutProj(a, c.stream(), mode);
+}
+absl::Status PrepareFused(BenchContext& c, const Inputs&) {
+  return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
+}
+absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  return RunFused(c, in, s, CheckMode::kAsync);
+}
+absl::Status CheckFused(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("fused", in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
+    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked));
+    H3_RETURN_IF_ERROR(CheckQuantized(in));
+    return CheckOutInEnvelope(in);
+  });
+}
+
+double FusedFlops(int64_t m) { return GemmFlops(m); }
+
+constexpr Contender kContenders[] = {
+    {"copy", NoFlops, CopyBytes, Ready, NoCheck, EnqueueCopy},
+    {"quantize", NoFlops, QuantizeBytes, Ready, CheckQuantize, EnqueueQuantize},
+    {"bf16_gemm", GemmFlops, Bf16GemmBytes, PrepareBf16, CheckBf16, EnqueueBf16Gemm},
+    {"bf16_unfused", GemmFlops, Bf16UnfusedBytes, PrepareBf16, CheckBf16, EnqueueBf16Unfused},
+    {"nvfp4_unfused", GemmFlops, Nvfp4UnfusedBytes, PrepareNvfp4, CheckNvfp4, EnqueueNvfp4Unfused},
+    {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused, EnqueueFused},
+};
+
+}  // namespace
+
+absl::Span<const Contender> Contenders() { return kContenders; }
+
+}  // namespace h3::bench

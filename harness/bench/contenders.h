@@ -1,0 +1,43 @@
+// What the fused op is timed against, in the same run, at the MiniMax-H3 shape:
+//
+//   copy           cudaMemcpyAsync D2D of attn_out: the measured bandwidth roofline
+//   quantize       the kernel's own standalone quantizer (kernels/quantize_kernel.h), NVFP4 block-16
+//   bf16_gemm      cuBLASLt bf16 GEMM alone, as PyTorch's `x @ w.T` calls it (tuned, cublas_lt.h)
+//   bf16_unfused   that GEMM (bf16 out) + the standalone epilogue kernel (bench_kernels.cuh)
+//   nvfp4_unfused  the kernel's quantizer + a swizzle of the activation scales into cuBLASLt's
+//                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
+//                  (sm_100+ only; skipped with a message elsewhere)
+//   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch
+
+#ifndef H3_HARNESS_BENCH_CONTENDERS_H_
+#define H3_HARNESS_BENCH_CONTENDERS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "harness/bench/context.h"
+
+namespace h3::bench {
+
+struct Contender {
+  const char* name;
+  // The GEMM-pipeline work and the bytes it must move at least, for the roofline columns.
+  double (*flops)(int64_t m);
+  double (*bytes)(int64_t m);
+  // OK when it can run here; otherwise why not (the benchmark is skipped with that message).
+  // Creates (and tunes) what it needs on first use.
+  absl::Status (*prepare)(BenchContext& ctx, const Inputs& in);
+  // Runs once on set 0 and checks the result (through ctx.CheckOnce: once per M).
+  absl::Status (*check)(BenchContext& ctx, const Inputs& in);
+  // Enqueues one call on `set`, asynchronously, on ctx.stream().
+  absl::Status (*enqueue)(BenchContext& ctx, const Inputs& in, const RotationSet& set);
+};
+
+// In registration (and so output) order: baselines first, so the fused op's ratio columns can
+// refer to their times.
+absl::Span<const Contender> Contenders();
+
+}  // namespace h3::bench
+
+#endif  // H3_HARNESS_BENCH_CONTENDERS_H_

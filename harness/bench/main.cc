@@ -1,0 +1,143 @@
+// The op against what a user would run instead, timed in the same run (contenders.h lists them),
+// over M at the MiniMax-H3 shape (N = 5376, K = 7168, G = 9). Each contender is checked once per
+// M against the CPU emulator before it is timed; inputs rotate past the L2 (inputs.h); each call
+// is timed alone by CUDA events (context.h); the output is Google Benchmark's own (console, and
+// --benchmark_out=x.csv --benchmark_out_format=csv|json).
+//
+//   ./bazelw run -c opt //harness:bench -- --bench_m=4096,16384 --benchmark_repetitions=3
+//
+// Statically linked but for libc/libstdc++ and the NVIDIA driver; cuBLASLt is loaded at run time
+// (cublas_lt.h), so the binary copies to a GPU machine as one file.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "benchmark/benchmark.h"
+#include "harness/bench/context.h"
+#include "harness/bench/contenders.h"
+#include "harness/bench/runner.h"
+#include "kernels/out_proj.h"
+
+namespace h3 {
+
+// --sm90_emulation=faithful|fast (ADL finds these for the flag of type Sm90Emulation).
+bool AbslParseFlag(absl::string_view text, Sm90Emulation* mode, std::string* error) {
+  if (text == "faithful") {
+    *mode = Sm90Emulation::kFaithful;
+  } else if (text == "fast") {
+    *mode = Sm90Emulation::kFast;
+  } else {
+    *error = "expected faithful or fast";
+    return false;
+  }
+  return true;
+}
+std::string AbslUnparseFlag(Sm90Emulation mode) {
+  return mode == Sm90Emulation::kFast ? "fast" : "faithful";
+}
+
+}  // namespace h3
+
+// 75856: a 720p 5-second clip (estimated).
+ABSL_FLAG(std::vector<std::string>, bench_m,
+          std::vector<std::string>({"128", "1024", "4096", "16384", "32768", "75856"}),
+          "comma-separated M values (tokens)");
+ABSL_FLAG(h3::Sm90Emulation, sm90_emulation, h3::Sm90Emulation::kFaithful,
+          "sm_90 only: which exact emulation of the block-scaled MMA the fused op runs, faithful "
+          "(the sm_120a kernel itself) or fast (wgmma consumer loop); see kernels/out_proj.h");
+ABSL_FLAG(std::string, cublaslt, "libcublasLt.so.13",
+          "the cuBLASLt to load: a soname (searched as the dynamic loader does, then in "
+          "/usr/local/cuda/lib64 and beside the binary) or a path, e.g. PyTorch's own copy");
+
+namespace h3::bench {
+namespace {
+
+constexpr char kUsage[] =
+    "Times minimax_h3_nvfp4_out_proj against its unfused baselines.\n"
+    "Flags of this binary (absl; --helpfull lists them with their defaults):\n"
+    "  --bench_m=128,4096        M values\n"
+    "  --sm90_emulation=faithful|fast\n"
+    "  --cublaslt=libcublasLt.so.13\n"
+    "and Google Benchmark's own --benchmark_* flags:\n";
+
+void PrintHelp() {
+  std::fputs(kUsage, stdout);
+  benchmark::PrintDefaultHelp();
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  // Google Benchmark takes its --benchmark_* flags (and --help) out of argv; absl parses the
+  // rest and rejects what neither knows.
+  benchmark::Initialize(&argc, argv, &PrintHelp);
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "unexpected argument '%s' (see --help)\n", positional[1]);
+    return 2;
+  }
+  std::vector<int64_t> ms;
+  for (const std::string& v : absl::GetFlag(FLAGS_bench_m)) {
+    int64_t m = 0;
+    if (!absl::SimpleAtoi(v, &m) || m < 1) {
+      std::fprintf(stderr, "--bench_m: expected positive integers, got '%s'\n", v.c_str());
+      return 2;
+    }
+    ms.push_back(m);
+  }
+  BenchOptions options;
+  options.sm90_emulation = absl::GetFlag(FLAGS_sm90_emulation);
+  options.cublaslt_library = absl::GetFlag(FLAGS_cublaslt);
+
+  absl::StatusOr<std::unique_ptr<BenchContext>> created = BenchContext::Create(options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "the benchmark needs a CUDA device; nothing measured: %s\n",
+                 created.status().ToString().c_str());
+    return absl::IsUnavailable(created.status()) ? 0 : 1;
+  }
+  BenchContext* ctx = created->get();
+  const DeviceInfo& d = ctx->device();
+  absl::StatusOr<std::string> build = OutProjBackendName(options.sm90_emulation);
+  std::fprintf(stderr,
+               "device: %s (sm_%d%d, %d SMs, L2 %d MiB); fused op build: %s\n"
+               "roofline: %s peak %.1f TFLOP/s (datasheet), memory %.0f GB/s (datasheet); "
+               "measured D2D copy (1 GiB, best of 10): %.0f GB/s\n"
+               "baselines: %s\n",
+               d.prop.name, d.prop.major, d.prop.minor, d.prop.multiProcessorCount,
+               d.prop.l2CacheSize >> 20,
+               build.ok() ? build->c_str() : build.status().ToString().c_str(),
+               d.peak_what.c_str(), d.peak_op_tflops, d.datasheet_gbps, ctx->copy_gbps(),
+               ctx->lt() != nullptr
+                   ? ctx->lt()->description().c_str()
+                   : absl::StrCat("cuBLAS contenders skipped: ", ctx->lt_status().ToString())
+                         .c_str());
+  for (int64_t m : ms) {
+    for (const Contender& c : Contenders()) {
+      benchmark::RegisterBenchmark(absl::StrCat(c.name, "/M:", m).c_str(),
+                                   [ctx, &c, m](benchmark::State& state) {
+                                     RunBenchmark(state, *ctx, c, m);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          // Each repetition starts in the contender's own steady state (clocks under its load),
+          // not in the state the previous contender or the CPU-side check left.
+          ->MinWarmUpTime(0.1)
+          ->MinTime(0.1);
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace h3::bench
+
+int main(int argc, char** argv) { return h3::bench::Main(argc, argv); }

@@ -1,0 +1,86 @@
+#include "harness/bench/runner.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace h3::bench {
+namespace {
+
+void Skip(benchmark::State& state, const absl::Status& why) {
+  state.SkipWithError(why.ToString().c_str());
+  for (auto _ : state) {
+  }
+}
+
+// Google Benchmark's CSV header comes from the first benchmark and every later counter must be
+// in it: every benchmark sets every counter (0 = not applicable).
+void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c, int64_t m,
+                 int rotation, bool check_ok, double ms) {
+  const std::string name = c.name;
+  const DeviceInfo& d = ctx.device();
+  for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
+                        "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy"}) {
+    state.counters[k] = 0;
+  }
+  state.counters["rotation"] = rotation;
+  state.counters["check_ok"] = check_ok ? 1 : 0;
+  state.counters["ms"] = ms;
+  const double s = ms / 1e3;
+  const double flops = c.flops(m);
+  if (flops > 0) {
+    const double tflops = flops / s / 1e12;
+    state.counters["TFLOPs"] = tflops;
+    const double peak = name == "fused"           ? d.peak_op_tflops
+                        : name == "nvfp4_unfused" ? d.peak_nvfp4_tflops
+                                                  : d.peak_bf16_tflops;
+    if (peak > 0) state.counters["pct_peak_flops"] = 100 * tflops / peak;
+  }
+  const double gbps = c.bytes(m) / s / 1e9;
+  state.counters["GBps"] = gbps;
+  if (ctx.copy_gbps() > 0) state.counters["pct_copy_bw"] = 100 * gbps / ctx.copy_gbps();
+  if (d.datasheet_gbps > 0) state.counters["pct_datasheet_bw"] = 100 * gbps / d.datasheet_gbps;
+  // Ratios, baseline time / this time (> 1: this one is faster), against baselines timed
+  // earlier in the run: every contender against the copy, the fused op against the GEMMs.
+  for (const char* base : {"bf16_gemm", "bf16_unfused", "nvfp4_unfused", "copy"}) {
+    const double* t = ctx.FindTime(base, m);
+    if (t != nullptr && name != base && (name == "fused" || std::string(base) == "copy")) {
+      state.counters[absl::StrCat("x_vs_", base)] = *t / ms;
+    }
+  }
+}
+
+}  // namespace
+
+void RunBenchmark(benchmark::State& state, BenchContext& ctx, const Contender& c, int64_t m) {
+  absl::StatusOr<Inputs*> inputs = ctx.InputsFor(m);
+  if (!inputs.ok()) return Skip(state, inputs.status());
+  const Inputs& in = **inputs;
+  if (absl::Status ready = c.prepare(ctx, in); !ready.ok()) return Skip(state, ready);
+  const bool check_ok = c.check(ctx, in).ok();
+  // Warm-up on set 0 (module load, first-call allocations), untimed.
+  absl::Status warm = c.enqueue(ctx, in, *in.sets[0]);
+  warm.Update(testbed::CudaStatus(cudaStreamSynchronize(ctx.stream()), "cudaStreamSynchronize"));
+  if (!warm.ok()) return Skip(state, warm);
+
+  const int rotation = static_cast<int>(in.sets.size());
+  double total_ms = 0;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    const RotationSet& s = *in.sets[calls % rotation];
+    absl::StatusOr<float> ms = ctx.TimeCall([&] { return c.enqueue(ctx, in, s); });
+    if (!ms.ok()) {
+      state.SkipWithError(ms.status().ToString().c_str());
+      break;
+    }
+    state.SetIterationTime(*ms / 1e3);
+    total_ms += *ms;
+    ++calls;
+  }
+  if (calls == 0) return;
+  const double mean_ms = total_ms / calls;
+  ctx.RecordTime(c.name, m, mean_ms);
+  SetCounters(state, ctx, c, m, rotation, check_ok, mean_ms);
+}
+
+}  // namespace h3::bench

@@ -1,0 +1,227 @@
+#ifndef H3_KERNELS_OUT_PROJ_KERNEL_CUH_
+#define H3_KERNELS_OUT_PROJ_KERNEL_CUH_
+
+// The fused persistent NVFP4 out-projection kernel (docs/contract.md sections 3 and 6), device
+// code only; its host launcher is out_proj_launch.cu.
+//
+// Warp roles (config.cuh): warp 0 issues the TMA/bulk loads of a multi-stage ring; warps 1..3
+// quantize attn_out into act_q/act_sf in dynamically claimed units and publish per-m-tile ready
+// flags (ready_flags.h); warps 4..11 (two consumer warpgroups) run the block-scaled MMAs
+// (mainloop.cuh, mma.cuh) and the fused epilogue (epilogue.cuh).
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/config.cuh"
+#include "kernels/epilogue.cuh"
+#include "kernels/mainloop.cuh"
+#include "kernels/ptx.cuh"
+#include "kernels/quantize.cuh"
+#include "kernels/ready_flags.h"
+#include "kernels/scheduler.cuh"
+#include "kernels/sm90/staged_mainloop.cuh"  // Hopper validation (Cfg::kSm90Staged) only
+
+namespace h3::kernels {
+
+struct KernelParams {
+  int64_t m;
+  int n, k, g;
+  const uint16_t* __restrict__ attn_out;
+  const uint8_t* w_sf;
+  float w_gs;
+  const float* w_gs_dev;
+  const float* act_gs;
+  const uint16_t* gate;
+  const int32_t* gate_index;
+  const uint16_t* residual;
+  uint16_t* out;
+  uint8_t* act_q;
+  uint8_t* act_sf;
+  uint32_t* ready_flags;  // ready_flags.h
+};
+
+// Producer warps 1..3: claim units of kQuantRows rows, quantize them, publish.
+template <class Cfg>
+__device__ __forceinline__ void QuantizerLoop(const KernelParams& p, float act_gs) {
+  const int lane = threadIdx.x & 31;
+  const int64_t units = QuantUnits<Cfg>::Count(p.m);
+  const QuantParams qp = MakeQuantParams(act_gs);
+  const int blocks_per_row = p.k / Cfg::kSfVec;
+  constexpr int kDepth = 4;  // blocks in flight per lane (memory-level parallelism)
+  for (;;) {
+    const uint32_t u = ClaimUnit(p.ready_flags);
+    if (u >= units) break;
+    const int64_t row0 = static_cast<int64_t>(u) * Cfg::kQuantRows;
+    const int64_t row_end = row0 + Cfg::kQuantRows < p.m ? row0 + Cfg::kQuantRows : p.m;
+    for (int64_t row = row0; row < row_end; ++row) {
+      const uint16_t* src = p.attn_out + row * p.k;
+      uint8_t* codes = p.act_q + row * (p.k / 2);
+      uint8_t* scales = p.act_sf + row * blocks_per_row;
+      for (int b0 = lane; b0 < blocks_per_row; b0 += 32 * kDepth) {
+#pragma unroll
+        for (int d = 0; d < kDepth; ++d) {
+          const int b = b0 + 32 * d;
+          if (b < blocks_per_row) {
+            QuantizeBlockFromGlobal(src + b * Cfg::kSfVec, qp, codes + b * 8, scales + b);
+          }
+        }
+      }
+    }
+    PublishUnit(p.ready_flags, row0 / Cfg::kBM);
+  }
+}
+
+// Producer warp 0, one elected lane: fill the ring.
+template <class Cfg>
+__device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMap* tmap_aq,
+                                         const CUtensorMap* tmap_asf, const CUtensorMap* tmap_wq,
+                                         uint8_t* smem, uint64_t* full, uint64_t* empty) {
+  const TileScheduler<Cfg> sched(p.m, p.n);
+  const int ksteps = p.k / Cfg::kBK;
+  // Bytes of one 128-row group of weight scales: round_up(K/16, 4) / 4 * 512 (K/16 % 16 == 0).
+  const int64_t sfb_group_bytes = static_cast<int64_t>(p.k / Cfg::kSfVec / 4) * 512;
+  int stage = 0;
+  uint32_t phase = 0;
+  int ready_mt = -1;
+  for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
+    int mt, nt;
+    sched.Tile(tile, mt, nt);
+    if (mt != ready_mt) {
+      WaitMTileReady(p.ready_flags, mt, QuantUnits<Cfg>::UnitsInMTile(p.m, mt));
+      ready_mt = mt;
+    }
+    for (int ks = 0; ks < ksteps; ++ks) {
+      ptx::MbarWait(&empty[stage], phase ^ 1u);
+      ptx::MbarArriveExpectTx(&full[stage], Cfg::kStageBytes);
+      ptx::TmaLoad2D(smem + Cfg::kAOffset + stage * Cfg::kATileBytes, tmap_aq, &full[stage],
+                     ks * Cfg::kRowBytes, mt * Cfg::kBM);
+      ptx::TmaLoad2D(smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes, tmap_asf, &full[stage],
+                     ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
+      ptx::TmaLoad2D(smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, tmap_wq, &full[stage],
+                     ks * Cfg::kRowBytes, nt * Cfg::kBN);
+      ptx::BulkLoad(smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
+                    p.w_sf + nt * sfb_group_bytes + static_cast<int64_t>(ks) * Cfg::kSfbTileBytes,
+                    Cfg::kSfbTileBytes, &full[stage]);
+      if (++stage == Cfg::kStages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+  }
+}
+
+// The SM120 consumer (also the faithful sm_90 build): one tile's stages, one ConsumeStage each.
+template <class Cfg>
+__device__ __forceinline__ void ConsumeTileStages(uint8_t* smem, uint64_t* full, uint64_t* empty,
+                                                  int& stage, uint32_t& phase, int ksteps,
+                                                  int warp_m, int warp_n, WarpAcc<Cfg>& acc) {
+  for (int ks = 0; ks < ksteps; ++ks) {
+    ptx::MbarWait(&full[stage], phase);
+    ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
+                      smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
+                      smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
+                      smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes, warp_m * Cfg::kWarpTileM,
+                      warp_n * Cfg::kWarpTileN, acc);
+    ptx::MbarArrive(&empty[stage]);
+    if (++stage == Cfg::kStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+}
+
+// Consumer warps: MMA over the ring, then the fused epilogue straight from registers.
+template <class Cfg>
+__device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* smem, uint64_t* full,
+                                             uint64_t* empty, const EpilogueArgs& e) {
+  const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
+  const int warp_m = cw / Cfg::kWarpsN, warp_n = cw % Cfg::kWarpsN;
+  const TileScheduler<Cfg> sched(p.m, p.n);
+  const int ksteps = p.k / Cfg::kBK;
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
+    int mt, nt;
+    sched.Tile(tile, mt, nt);
+    WarpAcc<Cfg> acc;
+#pragma unroll
+    for (int i = 0; i < Cfg::kMFrags; ++i)
+#pragma unroll
+      for (int j = 0; j < Cfg::kNFrags; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc.v[i][j][c] = 0.0f;
+    if constexpr (Cfg::kSm90Staged) {
+#if H3_NATIVE_BLOCK_SCALED_MMA
+      __trap();  // a Hopper-only config: out_proj.cc never launches it on sm_12x
+#else
+      // Hopper validation, fast: the tile's stages as one stream of k-steps, then its wgmma
+      // accumulator layout -> the warp-tile layout.
+      sm90::ConsumeTile<Cfg>(smem, full, empty, stage, phase, ksteps, acc);
+      sm90::FinishTile<Cfg>(acc);
+#endif
+    } else {
+      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, ksteps, warp_m, warp_n, acc);
+    }
+    StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM,
+                   nt * Cfg::kBN + warp_n * Cfg::kWarpTileN, e);
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    OutProjKernel(const __grid_constant__ CUtensorMap tmap_aq,
+                  const __grid_constant__ CUtensorMap tmap_asf,
+                  const __grid_constant__ CUtensorMap tmap_wq, const KernelParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  // Realign by an offset from the shared array itself, so the compiler keeps knowing these
+  // are shared-memory addresses (LDS, not generic LD).
+  const uint32_t misalign = ptx::SmemAddr(smem_raw) & (Cfg::kSmemAlign - 1);
+  uint8_t* smem = smem_raw + ((Cfg::kSmemAlign - misalign) & (Cfg::kSmemAlign - 1));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarOffset);
+  uint64_t* empty = full + Cfg::kStages;
+  const int warp = threadIdx.x >> 5;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      ptx::MbarInit(&full[s], 1);  // the loader's arrive.expect_tx
+      // Every consumer thread arrives: mbarrier.arrive releases only the arriving thread's own
+      // shared-memory reads, and each thread read the stage (WAR before the next TMA write).
+      ptx::MbarInit(&empty[s], Cfg::kConsumerWarps * 32);
+    }
+    ptx::FenceBarrierInit();
+    ptx::PrefetchTensorMap(&tmap_aq);
+    ptx::PrefetchTensorMap(&tmap_asf);
+    ptx::PrefetchTensorMap(&tmap_wq);
+  }
+  __syncthreads();
+
+  const float act_gs = *p.act_gs;
+  if (warp == Cfg::kLoadWarp) {
+    if ((threadIdx.x & 31) == 0) LoadLoop<Cfg>(p, &tmap_aq, &tmap_asf, &tmap_wq, smem, full, empty);
+  } else if (warp < Cfg::kProducerWarps) {
+    QuantizerLoop<Cfg>(p, act_gs);
+  } else {
+    const float w_gs = p.w_gs_dev != nullptr ? *p.w_gs_dev : p.w_gs;
+    EpilogueArgs e;
+    e.m = p.m;
+    e.n = p.n;
+    e.g = p.g;
+    e.alpha = __fdiv_rn(1.0f, __fmul_rn(act_gs, w_gs));  // alpha = 1 (/) (act_gs (x) w_gs)
+#if H3_NATIVE_BLOCK_SCALED_MMA
+    e.acc_scale = 1.0f;
+#else
+    e.acc_scale = sm90::kEmuAccScale;  // the emulations accumulate acc * 2^-16
+#endif
+    e.gate = p.gate;
+    e.gate_index = p.gate_index;
+    e.residual = p.residual;
+    e.out = p.out;
+    ConsumerLoop<Cfg>(p, smem, full, empty, e);
+  }
+}
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_OUT_PROJ_KERNEL_CUH_

@@ -1,0 +1,70 @@
+#ifndef H3_KERNELS_READY_FLAGS_H_
+#define H3_KERNELS_READY_FLAGS_H_
+
+// The ready-flag protocol of the fused kernel, whole: how the quantizer warps tell the TMA load
+// warps (of any CTA) that an m-tile of act_q/act_sf is complete.
+//
+// Buffer ("ready flags"): ReadyFlagWords(m, BM) uint32 words of global memory per call, zeroed
+// by the host API on the launch's stream right before the launch (out_proj.cc), so calls never
+// share one and any call can be captured into a CUDA graph:
+//   word kClaimCounter        the next quantizer unit to claim (a unit = kQuantRows rows)
+//   word kFlagsOffset + mt    finished quantizer units of m-tile mt (ready when it reaches
+//                             QuantUnits::UnitsInMTile)
+//
+// Protocol (PTX memory consistency model, "Proxies" and release/acquire patterns):
+//   quantizer warp: ClaimUnit -> quantize (generic st.global of act_q/act_sf) -> PublishUnit:
+//                   fence.proxy.async.global + membar.gl by every lane, then one
+//                   red.release.gpu.add on the m-tile's flag;
+//   load warp:      WaitMTileReady: ld.acquire.gpu of the flag until complete, then
+//                   fence.proxy.async.global before the TMA (async proxy) reads act_q/act_sf.
+// Units are claimed in increasing order and a claimed unit is always finished by its claimer,
+// which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
+// The host needs only the layout constants (no CUDA headers); the device functions follow.
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#include "kernels/ptx.cuh"
+#endif
+
+namespace h3::kernels {
+
+inline constexpr int kClaimCounter = 0;
+inline constexpr int kFlagsOffset = 32;  // the counter sits in its own 128-byte line
+
+// Words of the buffer for m rows in m-tiles of tile_m rows.
+inline constexpr int64_t ReadyFlagWords(int64_t m, int64_t tile_m) {
+  return kFlagsOffset + (m + tile_m - 1) / tile_m;
+}
+
+#if defined(__CUDACC__)
+
+// Claims the next quantizer unit for the calling warp (lane 0 claims, all lanes get it).
+__device__ __forceinline__ uint32_t ClaimUnit(uint32_t* ready_flags) {
+  uint32_t u = 0;
+  if ((threadIdx.x & 31) == 0) u = atomicAdd(ready_flags + kClaimCounter, 1u);
+  return __shfl_sync(0xFFFFFFFFu, u, 0);
+}
+
+// Warp-collective, after the warp's generic stores of one unit of m-tile `m_tile`: the stores are
+// read by other CTAs' TMA (async proxy).
+__device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_tile) {
+  ptx::FenceProxyAsyncGlobal();
+  __threadfence();
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) ptx::RedReleaseGpuAdd(ready_flags + kFlagsOffset + m_tile, 1u);
+}
+
+// One thread: returns once m-tile `m_tile` has `units` finished units; its async-proxy reads
+// (TMA) issued after this see them.
+__device__ __forceinline__ void WaitMTileReady(const uint32_t* ready_flags, int m_tile,
+                                               uint32_t units) {
+  while (ptx::LdAcquireGpu(ready_flags + kFlagsOffset + m_tile) < units) __nanosleep(128);
+  ptx::FenceProxyAsyncGlobal();  // acquire, then the async-proxy reads
+}
+
+#endif  // defined(__CUDACC__)
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_READY_FLAGS_H_

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The GPU checks of the project on one machine, from binaries staged by tools/device/stage.sh:
+# the GPU tests, the sweep with both sm_90 emulations (one run on sm_12x), compute-sanitizer,
+# the SASS OMMA count. Prints one line per check; logs go to $OUT (default /tmp/h3_checks).
+# Run from the repository root: tools/device/run_checks.sh [quick]
+set -u
+B=${B:-.dev/bin}
+OUT=${OUT:-/tmp/h3_checks}
+mkdir -p "$OUT"
+export GTEST_COLOR=no
+failures=0
+
+check() {  # check NAME CMD...: runs CMD, prints rc, seconds and the log's verdict line
+  local name=$1; shift
+  local t0=$(date +%s.%N)
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  local verdict=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|FAILED TEST|SWEEP (PASSED|FAILED)|ERROR SUMMARY|cases:|OMMA per' \
+                  "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
+  ((rc != 0)) && failures=$((failures + 1))
+  printf '%-28s rc=%-3d %7.1fs  %s\n' "$name" "$rc" "$dt" "$verdict"
+}
+
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,power.limit --format=csv,noheader
+major=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | cut -d. -f1)
+
+check cuda_smoke        "$B/cuda_smoke_test"
+check unit_kernels      "$B/unit_kernels_test"
+check out_proj          "$B/out_proj_test"
+check out_proj_capture  "$B/out_proj_capture_test"
+# tools_test runs the tools as <root>/harness/<tool> and reads <root>/testdata.
+root=$(mktemp -d); mkdir -p "$root/harness"
+cp "$B/op" "$B/quantize_weight" "$root/harness/"; ln -s "$PWD/testdata" "$root/testdata"
+check tools             env H3_REPO_ROOT="$root" "$B/tools_test"
+check sweep_faithful    "$B/sweep" --sm90_emulation=faithful --report="$OUT/sweep_faithful.json"
+if [[ $major == 9 ]]; then
+  check sweep_fast      "$B/sweep" --sm90_emulation=fast --report="$OUT/sweep_fast.json"
+fi
+if [[ ${1:-} != quick ]]; then
+  for tool in memcheck racecheck synccheck; do
+    check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$B/out_proj_test" --gtest_filter='*m129*'
+  done
+fi
+# SASS: the native block-scaled MMA in the sm_120a kernel (one stage's loop is unrolled).
+obj=$(ls "$B"/out_proj_launch*.o 2>/dev/null | head -n1)
+if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
+  cuobjdump -sass -arch sm_120a "$obj" >"$OUT/sass_sm120a.txt" 2>&1
+  n=$(grep -c 'OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X' "$OUT/sass_sm120a.txt")
+  echo "sass_sm120a: $n OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X in the sm_120a object (OMMA per object)" |
+    tee "$OUT/sass.log"
+fi
+echo "checks failed: $failures"
+exit $((failures > 0))

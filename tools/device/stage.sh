@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the GPU binaries here (-c opt) and copies them into .dev/bin (git-ignored), for a GPU
+# machine that has the NVIDIA driver and no Bazel: carry .dev/bin there and run
+# tools/device/run_checks.sh from the repository root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+targets=(
+  //tools/cuda:cuda_smoke_test
+  //kernels:unit_kernels_test
+  //kernels:out_proj_test
+  //kernels:out_proj_capture_test
+  //harness:tools_test
+  //harness/sweep:sweep
+  //harness:op
+  //harness:quantize_weight
+  //harness/bench:bench
+  //kernels:out_proj_kernel
+)
+./bazelw build -c opt "${targets[@]}"
+rm -rf .dev/bin && mkdir -p .dev/bin
+for t in "${targets[@]}"; do
+  path=bazel-bin/${t#//}; path=${path/://}
+  [[ -f $path && -x $path ]] && cp "$path" .dev/bin/
+done
+# The kernel's object (sm_90a + sm_120a SASS) for cuobjdump, and the ptxas reports.
+cp bazel-bin/kernels/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/ 2>/dev/null ||
+  find bazel-bin/kernels -name 'out_proj_launch*.o' -exec cp {} .dev/bin/ \;
+cp bazel-bin/kernels/*.ptxas.txt .dev/bin/
+ls -la .dev/bin
