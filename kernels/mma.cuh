@@ -4,7 +4,7 @@
 // The block-scaled MMA of the SM120 main loop, D = C + sum_b SFA(m,b) SFB(n,b) sum_{k in b}
 // A[m,k] B[k,n] (docs/contract.md section 7), with one register interface:
 //   a[4] (16x64 e2m1), b[2] (64x8 e2m1), c[4] (16x8 f32), sfa/sfb (ue4m3 x4, lanes 4g/4g+1/4g).
-// sm_120a: the native mma.sync kind::mxf4nvf4 instruction. The sm_90a validation build of the
+// sm_120f: the native mma.sync kind::mxf4nvf4 instruction. The sm_90a validation build of the
 // same kernel source substitutes an exact emulation (kernels/sm90/mma_emulated.cuh); that
 // substitution is made here and nowhere else in the SM120 path.
 
@@ -36,11 +36,11 @@ __device__ __forceinline__ void MmaBlockScaledNative(float (&c)[4], const uint32
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(sfa), "r"(sfb));
 #else
-  __trap();  // never called off sm_120a
+  __trap();  // never called off sm_120f
 #endif
 }
 
-// One block-scaled MMA: native on sm_120a, the instruction-level emulation elsewhere.
+// One block-scaled MMA: native on sm_120f, the instruction-level emulation elsewhere.
 __device__ __forceinline__ void MmaBlockScaled(float (&c)[4], const uint32_t (&a)[4],
                                                const uint32_t (&b)[2], uint32_t sfa, uint32_t sfb) {
 #if H3_NATIVE_BLOCK_SCALED_MMA

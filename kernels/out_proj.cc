@@ -36,8 +36,9 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
   e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
-  if (major == 12 && minor == 0) {
-    return DeviceKind{kernels::KernelBuild::kSm120Native, "sm_120a native"};
+  if (major == 12) {  // sm_120 (RTX 50xx, RTX PRO 6000), sm_121 (GB10): one sm_120f build
+    return DeviceKind{kernels::KernelBuild::kSm120Native,
+                      absl::StrFormat("sm_120f native (compute capability 12.%d)", minor)};
   }
   if (major == 9 && minor == 0) {
     if (sm90_emulation == Sm90Emulation::kFast) {
@@ -46,15 +47,15 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
                         "dequantized tiles)"};
     }
     return DeviceKind{kernels::KernelBuild::kSm90Faithful,
-                      "sm_90a validation, faithful (the sm_120a kernel, block-scaled MMA "
+                      "sm_90a validation, faithful (the SM120 kernel, block-scaled MMA "
                       "emulated from its registers)"};
   }
   cudaDeviceProp prop;
   e = cudaGetDeviceProperties(&prop, dev);
   if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceProperties");
   return absl::UnimplementedError(absl::StrFormat(
-      "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.0 "
-      "(sm_120a native) and 9.0 (sm_90a validation)",
+      "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.x "
+      "(sm_120f native) and 9.0 (sm_90a validation)",
       dev, prop.name, major, minor));
 }
 
@@ -109,7 +110,20 @@ absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
   std::lock_guard<std::mutex> lock(mu);
   int& ctas = (*resident)[{*ctx, build}];
   if (ctas == 0) {
-    const cudaError_t e = kernels::ConfigureOutProj(build, &ctas);
+    // The device's own shared-memory limit, not an assumed one (SM12x parts may differ).
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) {
+      e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    }
+    if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(shared memory per block)");
+    if (optin < kernels::OutProjSmemBytes(build)) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "minimax_h3_nvfp4_out_proj: the kernel needs %d bytes of shared memory per block; "
+          "device %d allows %d",
+          kernels::OutProjSmemBytes(build), dev, optin));
+    }
+    e = kernels::ConfigureOutProj(build, &ctas);
     if (e != cudaSuccess) {
       ctas = 0;
       return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");

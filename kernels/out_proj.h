@@ -31,7 +31,7 @@
 namespace h3 {
 
 // sm_90 only (ignored on sm_120): which exact emulation of the block-scaled MMA runs.
-//  kFaithful: the sm_120a kernel itself - its tile config, pipeline depth, ldmatrix fragments,
+//  kFaithful: the sm_120f kernel itself - its tile config, pipeline depth, ldmatrix fragments,
 //    scale words and scale lanes - with each block-scaled mma.sync emulated from its own
 //    registers (bf16 mma.sync). This is what validates the SM120 code path; the default.
 //  kFast: the same producers, TMA pipeline and epilogue, with each k-step's tiles dequantized
@@ -72,7 +72,7 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
 // Bytes of the per-call ready-flag workspace for m rows (a multiple of 16).
 int64_t OutProjReadyFlagBytes(int64_t m);
 
-// Which build runs on the current device ("sm_120a native" / "sm_90a validation (emulated
+// Which build runs on the current device ("sm_120f native" / "sm_90a validation (emulated
 // block-scaled MMA)"), or an error naming an unsupported device.
 absl::StatusOr<std::string> OutProjBackendName(
     Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful);

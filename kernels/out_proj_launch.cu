@@ -157,6 +157,10 @@ cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas) {
                                          : Configure<Sm120Config>(resident_ctas);
 }
 
+int OutProjSmemBytes(KernelBuild build) {
+  return build == KernelBuild::kSm90Fast ? sm90::Sm90Config::kSmemBytes : Sm120Config::kSmemBytes;
+}
+
 cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid) {
   OutProjLaunch c = l;
   const cudaError_t e = ConfigureOutProj(build, &c.resident_ctas);

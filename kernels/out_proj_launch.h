@@ -29,7 +29,7 @@ struct OutProjLaunch {
   int resident_ctas = 0;     // from ConfigureOutProj in the current context (grid cap)
 };
 
-// kSm120Native: Sm120Config on sm_120a. kSm90Faithful: the same Sm120Config kernel compiled for
+// kSm120Native: Sm120Config on sm_120f (every SM12x part). kSm90Faithful: the same Sm120Config kernel compiled for
 // sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: sm90::Sm90Config on sm_90a (A
 // dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
@@ -44,6 +44,9 @@ cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas);
 // and sets *what to the step that failed.
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
                           const char** what);
+
+// Dynamic shared memory of one CTA of `build`, in bytes (the host checks the device's limit).
+int OutProjSmemBytes(KernelBuild build);
 
 // Launch geometry (for benchmarks/notes): the grid size for this problem (configures first).
 cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid);

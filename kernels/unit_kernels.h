@@ -10,7 +10,7 @@
 namespace h3::kernels {
 
 // All pointers device. a: [32][4], b: [32][2], c/d: [32][4] f32, sfa/sfb: [32].
-// d_inst: MmaBlockScaled (native on sm_120a, instruction-level emulation on sm_90a).
+// d_inst: MmaBlockScaled (native on sm_120f, instruction-level emulation on sm_90a).
 // d_emu: the instruction-level emulation (any arch).
 // d_frag: the fragment-level emulation (Dequant{A,B}Fragment + bf16 MMAs, scaled back by 2^16).
 cudaError_t RunOneMma(const uint32_t* a, const uint32_t* b, const float* c, const uint32_t* sfa,
@@ -20,7 +20,7 @@ cudaError_t RunOneMma(const uint32_t* a, const uint32_t* b, const float* c, cons
 cudaError_t RunQuantizeBlocks(const uint16_t* x, int64_t blocks, float gs, uint8_t* codes,
                               uint8_t* sf);
 
-// v: [count] f32 -> [count] e2m1 codes through the arch's conversion (cvt on sm_120a,
+// v: [count] f32 -> [count] e2m1 codes through the arch's conversion (cvt on sm_120f,
 // software on sm_90a), one code per byte (converted as the even element of a pair).
 cudaError_t RunE2m1(const float* v, int64_t count, uint8_t* codes);
 

@@ -52,7 +52,7 @@ ABSL_FLAG(std::vector<std::string>, bench_m,
           "comma-separated M values (tokens)");
 ABSL_FLAG(h3::Sm90Emulation, sm90_emulation, h3::Sm90Emulation::kFaithful,
           "sm_90 only: which exact emulation of the block-scaled MMA the fused op runs, faithful "
-          "(the sm_120a kernel itself) or fast (wgmma consumer loop); see kernels/out_proj.h");
+          "(the SM120 kernel itself) or fast (wgmma consumer loop); see kernels/out_proj.h");
 ABSL_FLAG(std::string, cublaslt, "libcublasLt.so.13",
           "the cuBLASLt to load: a soname (searched as the dynamic loader does, then in "
           "/usr/local/cuda/lib64 and beside the binary) or a path, e.g. PyTorch's own copy");

@@ -33,7 +33,7 @@ ABSL_FLAG(std::string, backend, "auto",
           "gpu: the GPU (fails without one); emulator: the emulator alone (goldens, fast vs "
           "exact path)");
 ABSL_FLAG(std::string, sm90_emulation, "faithful",
-          "sm_90 GPUs only: faithful: the sm_120a kernel itself with its block-scaled MMA emulated "
+          "sm_90 GPUs only: faithful: the SM120 kernel itself with its block-scaled MMA emulated "
           "from its registers (validates the SM120 code path); fast: the Hopper consumer loop "
           "(dequantized tiles, wgmma)");
 ABSL_FLAG(std::string, filter, "",

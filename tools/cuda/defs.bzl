@@ -6,7 +6,7 @@ device). Headers in `hdrs` and the transitive headers of `deps` are inputs, so e
 rebuilds what includes it. Flags: -O3 -lineinfo, never fast-math, no flush-to-zero.
 
 Configuration:
-  --define=cuda_archs=sm_120a[,sm_90a]  overrides `archs` for every target (.bazelrc: --config=sm120)
+  --define=cuda_archs=sm_120f[,sm_90a]  overrides `archs` for every target (.bazelrc: --config=sm120)
   --define=cuda_ptxas_verbose=1         also prints ptxas' resource report (.bazelrc: --config=ptxas)
 The report (registers, shared memory, spills per kernel) is always written beside the object as
 <name>_<src>.ptxas.txt in bazel-bin.
@@ -14,8 +14,9 @@ The report (registers, shared memory, spills per kernel) is always written besid
 
 _NVCC = "/usr/local/cuda/bin/nvcc"
 
-# Architecture name -> nvcc -gencode. The `a` variants are needed for wgmma/setmaxnreg (sm_90a)
-# and for the block-scaled mma.sync (sm_120a).
+# Architecture name -> nvcc -gencode. The `a` variants are needed for wgmma/setmaxnreg (sm_90a);
+# the block-scaled mma.sync needs sm_120a or the family target sm_120f (PTX 8.8+), whose SASS runs
+# on every SM12x part (RTX 50xx, RTX PRO 6000: sm_120; GB10: sm_121).
 _GENCODE = {
     "sm_90a": "-gencode=arch=compute_90a,code=sm_90a",
     "sm_100a": "-gencode=arch=compute_100a,code=sm_100a",
@@ -97,7 +98,7 @@ def cuda_library(
         srcs,
         hdrs = [],
         deps = [],
-        archs = ["sm_90a", "sm_120a"],
+        archs = ["sm_90a", "sm_120f"],
         defines = [],
         copts = [],
         visibility = None,

@@ -1,6 +1,6 @@
 // Compile-only proof that the toolchain accepts SM120's block-scaled MMA (no SM120 device
 // exists here). One warp multiplies one 16x64 E2M1 tile by one 64x8 E2M1 tile with UE4M3
-// block-16 scales; fragment layouts are in contract section 7.
+// block-16 scales; fragment layouts are in docs/contract.md section 7.
 #include <cstdint>
 
 namespace h3::smoke {

@@ -22,7 +22,7 @@ for t in "${targets[@]}"; do
   path=bazel-bin/${t#//}; path=${path/://}
   [[ -f $path && -x $path ]] && cp "$path" .dev/bin/
 done
-# The kernel's object (sm_90a + sm_120a SASS) for cuobjdump, and the ptxas reports.
+# The kernel's object (sm_90a + sm_120f SASS) for cuobjdump, and the ptxas reports.
 cp bazel-bin/kernels/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/ 2>/dev/null ||
   find bazel-bin/kernels -name 'out_proj_launch*.o' -exec cp {} .dev/bin/ \;
 cp bazel-bin/kernels/*.ptxas.txt .dev/bin/

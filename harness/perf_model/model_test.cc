@@ -1,0 +1,296 @@
+#include "harness/perf_model/model.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace h3::perf_model {
+namespace {
+
+Problem AtM(int64_t m) {
+  Problem p;
+  p.m = m;
+  return p;
+}
+
+const Design& Named(const std::string& name) {
+  const Design* d = FindDesign(name);
+  EXPECT_NE(d, nullptr) << name;
+  static const Design kEmpty;
+  return d != nullptr ? *d : kEmpty;
+}
+
+// ---- Bytes per stage / tile / shared memory, against hand arithmetic. ----
+
+struct BytesCase {
+  std::string design;
+  int64_t stage_bytes;   // A codes + B codes + SFA + SFB of one stage
+  double tile_total;     // over K = 7168
+  int64_t smem_bytes;    // incl. barriers, staging and the 1008-byte realignment pad
+};
+
+TEST(ModelTest, BytesPerStageTileAndSmem) {
+  const std::vector<BytesCase> cases = {
+      // 128x128x256: 128*128 + 128*128 + 128*16 + 128*16 = 36864; x 28 k-blocks = 1032192 (NOTES'
+      // "1.03 MB"); smem 2 x 36864 + 32 B of mbarriers + 1008 pad = 74768 (NOTES: 74,768 B).
+      {"current", 36864, 1032192, 74768},
+      // 128x128x128: 8192 + 8192 + 1024 + 1024 = 18432; smem 4 x (8192+8192+1024) + 3 pair slots
+      // x 128 x 16 + 4*2*8 + 3*2*8 + 1008 = 69632 + 6144 + 64 + 48 + 1008.
+      {"v2_128x128_k128_s4", 18432, 18432.0 * 56, 76896},
+      // 128x256x128: 8192 + 16384 + 1024 + 2048 = 27648; smem 3 x 26624 + 2 pair slots x 2048
+      // + 48 + 32 + gate staging (128*4 + 9*256*2 + 16) + 1008 = 90192.
+      {"v2_128x256_k128_s3_l2pre", 27648, 27648.0 * 56, 90192},
+  };
+  const Hardware hw = Rtx5090();
+  for (const BytesCase& c : cases) {
+    SCOPED_TRACE(c.design);
+    const Prediction p = Predict(hw, Named(c.design), AtM(4096));
+    EXPECT_EQ(p.feasibility.stage_bytes, c.stage_bytes);
+    EXPECT_DOUBLE_EQ(p.tile_bytes.Total(), c.tile_total);
+    EXPECT_EQ(p.feasibility.smem_bytes, c.smem_bytes);
+    EXPECT_TRUE(p.feasibility.ok);
+  }
+}
+
+TEST(ModelTest, TileBytesBreakdown128x128x256) {
+  const Prediction p = Predict(Rtx5090(), CurrentDesign(), AtM(4096));
+  EXPECT_DOUBLE_EQ(p.tile_bytes.a_codes, 128 * 7168 / 2);  // 458752
+  EXPECT_DOUBLE_EQ(p.tile_bytes.b_codes, 128 * 7168 / 2);
+  EXPECT_DOUBLE_EQ(p.tile_bytes.sfa, 128 * 7168 / 16);  // 57344
+  EXPECT_DOUBLE_EQ(p.tile_bytes.sfb, 128 * 7168 / 16);
+  // 1032192 B / (2 x 128 x 128 x 7168 FLOP) = 4.39 B per 1000 FLOP. NOTES.md wrote 7.7 (wrong);
+  // its 7.4 TB/s of L2 demand at 1676 TFLOP/s follows from 4.39 and is right.
+  EXPECT_NEAR(p.bytes_per_kflop, 4.3945, 1e-3);
+  EXPECT_NEAR(p.bytes_per_kflop / 1000 * 1676e12, 7.37e12, 0.02e12);
+  // 128x256 tiles: 25% fewer bytes per FLOP (9/32 x (BM+BN)/(BM*BN)).
+  const Prediction q = Predict(Rtx5090(), Named("v2_128x256_k128_s3"), AtM(4096));
+  EXPECT_NEAR(q.bytes_per_kflop / p.bytes_per_kflop, 0.75, 1e-9);
+}
+
+// ---- Infeasible designs are rejected, for the right reason. ----
+
+struct InfeasibleCase {
+  std::string label;
+  Design design;
+  std::string reason_contains;
+};
+
+TEST(ModelTest, InfeasibleDesignsRejected) {
+  std::vector<InfeasibleCase> cases;
+  cases.push_back({"256x256x256 over the smem budget", Named("x_256x256_k256_s2"), "shared memory"});
+  cases.push_back({"128x256 with a 64 KiB staged t tile", Named("v2_128x256_k128_s3_staged"),
+                   "shared memory"});
+  cases.push_back({"two 128x256 accumulator sets", Named("v2_128x256_k128_s3_pingpong"),
+                   "registers"});
+  {
+    Design d = Named("v2_128x128_k128_s4");
+    d.sfa_load = SfaLoad::kTmaBox;  // [128][8 B]: below TMA's 16-byte inner box
+    cases.push_back({"act-scale TMA box of 8 bytes", d, "16 B"});
+  }
+  {
+    Design d = Named("v2_128x256_k128_s3");
+    d.regs_consumer = 232;
+    d.regs_producer = 40;  // CUTLASS's split: too few for the quantizer warps
+    cases.push_back({"setmaxnreg 40 for the quantizer", d, "quantizer"});
+  }
+  {
+    Design d = Named("v2_128x256_k128_s3");
+    d.setmaxnreg = false;  // 64x64 warp tiles in 168 registers
+    cases.push_back({"64x64 warp tiles without setmaxnreg", d, "consumer needs"});
+  }
+  {
+    Design d = CurrentDesign();
+    d.stages = 3;  // 3 x 36 KiB
+    cases.push_back({"3 stages of 36 KiB", d, "shared memory"});
+  }
+  for (const InfeasibleCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    const Prediction p = Predict(Rtx5090(), c.design, AtM(4096));
+    EXPECT_FALSE(p.feasibility.ok);
+    bool found = false;
+    for (const std::string& r : p.feasibility.reasons) {
+      found = found || r.find(c.reason_contains) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << "no reason mentions '" << c.reason_contains << "'";
+  }
+}
+
+TEST(ModelTest, CurrentAndMainCandidatesFeasible) {
+  for (const std::string name :
+       {"current", "v2_128x128_k128_s4", "v2_128x128_k128_s4_pingpong", "v2_128x256_k128_s3",
+        "v2_128x256_k128_s3_l2pre_phasedk", "v2_256x128_k128_s3_l2pre"}) {
+    SCOPED_TRACE(name);
+    for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
+      EXPECT_TRUE(Predict(hw, Named(name), AtM(4096)).feasibility.ok);
+    }
+  }
+}
+
+// ---- Time is monotone in M. ----
+
+TEST(ModelTest, TimeMonotoneInM) {
+  std::vector<Design> designs = CandidateDesigns();
+  designs.push_back(CurrentDesign());
+  for (const Design& d : DesignLadder()) designs.push_back(d);
+  const std::vector<int64_t> ms = {1,    128,  129,  256,   512,   1024,  2048,  4096,
+                                   4097, 8192, 16384, 32768, 40000, 75856, 100000};
+  for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
+    for (const Design& d : designs) {
+      double prev = 0;
+      for (int64_t m : ms) {
+        const Prediction p = Predict(hw, d, AtM(m));
+        EXPECT_GE(p.t_total, prev * (1 - 1e-12)) << hw.name << " " << d.name << " M=" << m;
+        EXPECT_GT(p.t_total, 0);
+        prev = p.t_total;
+      }
+    }
+  }
+}
+
+// ---- The MMA-bound limit: with every other resource free, TFLOP/s = mmapeak x waves. ----
+
+Hardware Ideal() {
+  Hardware h = Rtx5090();
+  h.l2_bytes_per_s.value = 1e30;
+  h.l2_latency_s.value = 0;
+  h.l2_port_bytes_per_clk.value = 1e30;
+  h.dram_bytes_per_s.value = 1e30;
+  h.dram_latency_s.value = 0;
+  h.smem_bytes_per_clk.value = 1e30;
+  h.tma_latency_s.value = 0;
+  return h;
+}
+
+TEST(ModelTest, MmaBoundLimitIsMmapeakTimesWaveEfficiency) {
+  const Hardware hw = Ideal();
+  struct Case {
+    std::string base;
+    int64_t m;
+    double wave_efficiency;
+  };
+  const std::vector<Case> cases = {
+      {"current", 4096, 1344.0 / (170 * 8)},                       // 8 waves
+      {"current", 32768, 10752.0 / (170 * 64)},                    // 64 waves
+      {"current", 75856, 75856.0 * 42 / (170 * 147.0 * 128)},      // 593 m-tiles, last partial
+      {"v2_128x256_k128_s3", 4096, 672.0 / (170 * 4)},             // 4 waves
+      {"v2_128x256_k128_s3", 1024, 168.0 / 170},                   // one wave
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.base + " M=" + std::to_string(c.m));
+    Design d = Named(c.base);
+    d.gemm_only = true;
+    d.quant_order = QuantOrder::kNone;
+    d.epilogue = Epilogue::kNone;
+    const Prediction p = Predict(hw, d, AtM(c.m));
+    EXPECT_NEAR(p.wave_efficiency, c.wave_efficiency, 1e-12);
+    EXPECT_NEAR(p.tflops, hw.mma_tflops.value * c.wave_efficiency, 1e-6 * hw.mma_tflops.value);
+    EXPECT_EQ(p.stage.limiter, "MMA");
+  }
+}
+
+// ---- The current design reproduces NOTES.md's hand arithmetic where it was right. ----
+
+TEST(ModelTest, CurrentDesignMatchesNotesArithmetic) {
+  const Hardware hw = Rtx5090();
+  const double clk = hw.ClockHz();
+  EXPECT_NEAR(hw.OmmaSeconds() * clk, 16.0, 1e-9);  // one m16n8k64 per 16 clk per sub-partition
+  EXPECT_NEAR(hw.ClockGhz(), 1474.2e12 / (170 * 4096.0) * 1e-9, 1e-12);
+
+  Design consumers_only = CurrentDesign();  // the consumer loop without the quantizer's share
+  consumers_only.gemm_only = true;
+  consumers_only.quant_order = QuantOrder::kNone;
+  const Prediction c = Predict(hw, consumers_only, AtM(4096));
+  // "a stage is 128x128x256 = 512 OMMA ... 128 OMMA = 2048 clk per sub-partition per stage".
+  EXPECT_DOUBLE_EQ(c.stage.omma_per_stage, 512);
+  EXPECT_NEAR(c.stage.tensor * clk, 2048, 1e-6);
+  // "2 warps x 189 instructions = 378 issue slots" (SASS: 64 OMMA, 44 NOP, 24 LDSM, 20 LDS, 37).
+  EXPECT_NEAR(c.stage.issue_slots_per_smsp, 378, 1e-9);
+  // "ldmatrix reads 8 warps x (64x128 + 32x128) B = 96 KiB".
+  EXPECT_DOUBLE_EQ(c.stage.ldmatrix_bytes, 96 * 1024);
+
+  const Prediction p = Predict(hw, CurrentDesign(), AtM(4096));
+  // Waves: "1344 tiles (M=4096) / 170 = 7.9 -> 8 waves (98.8%)".
+  EXPECT_EQ(p.tiles, 1344);
+  EXPECT_DOUBLE_EQ(p.tiles_per_sm, 8);
+  EXPECT_NEAR(p.wave_efficiency, 0.988, 5e-4);
+  const Prediction q = Predict(hw, CurrentDesign(), AtM(32768));
+  EXPECT_EQ(q.tiles, 10752);
+  EXPECT_DOUBLE_EQ(q.tiles_per_sm, 64);
+  // DRAM at M = 4096 with act_q/act_sf "written and read": 58.7 + 33 + 44 + 44 + 21.7 = ~201 MB.
+  // (The model reads act back from L2 at this M; NOTES counted DRAM.)
+  const double notes_dram = p.dram.attn_out + 2 * p.dram.act_write + p.dram.residual +
+                            p.dram.out + p.dram.weight;
+  EXPECT_NEAR(notes_dram, 201.5e6, 1.0e6);
+  EXPECT_DOUBLE_EQ(p.dram.act_read, 0);
+  // "~112 us at 1792 GB/s".
+  EXPECT_NEAR(notes_dram / 1792e9 * 1e6, 112.4, 0.5);
+}
+
+// ---- Calibration against the measured anchors. ----
+
+TEST(ModelTest, CalibrationFactorsArePlausible) {
+  for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
+    SCOPED_TRACE(hw.name);
+    const Calibration c = CalibrateToGemmAnchor(hw);
+    EXPECT_GT(c.factor, 0.75);
+    EXPECT_LT(c.factor, 1.0);  // the model is an upper bound of what it models
+    EXPECT_GE(c.best_square, 4096);
+    EXPECT_LE(c.best_square, 15360);
+    // The GEMM-only model stays below the mmapeak rate.
+    EXPECT_LT(c.model_best_tflops, hw.mma_tflops.value);
+  }
+}
+
+TEST(ModelTest, HardwareLookupAndSources) {
+  ASSERT_NE(Sm120HardwareForSmCount(170), nullptr);
+  EXPECT_EQ(Sm120HardwareForSmCount(170)->name, Rtx5090().name);
+  ASSERT_NE(Sm120HardwareForSmCount(188), nullptr);
+  EXPECT_EQ(Sm120HardwareForSmCount(188)->name, RtxPro6000().name);
+  EXPECT_EQ(Sm120HardwareForSmCount(132), nullptr);
+  for (const Hardware& hw : {Rtx5090(), RtxPro6000(), H200()}) {
+    for (const Cited* c :
+         {&hw.sms, &hw.boost_clock_ghz, &hw.mma_tflops, &hw.mma_flop_per_clk_per_sm,
+          &hw.l2_bytes_per_s, &hw.l2_latency_s, &hw.l2_port_bytes_per_clk, &hw.dram_bytes_per_s,
+          &hw.dram_latency_s, &hw.smem_bytes_per_clk, &hw.smem_per_block, &hw.regs_per_sm,
+          &hw.l2_size_bytes, &hw.tma_latency_s, &hw.ldsm_latency_clk, &hw.quant_instr_per_block,
+          &hw.quant_warp_ipc, &hw.gemm_anchor_tflops}) {
+      EXPECT_FALSE(c->source.empty()) << hw.name;
+    }
+  }
+  // The RTX 5090's L2 bandwidth is an assumption (scaled from the PRO 6000) and says so.
+  EXPECT_TRUE(Rtx5090().l2_bytes_per_s.assumed);
+  EXPECT_FALSE(RtxPro6000().l2_bytes_per_s.assumed);
+  EXPECT_NEAR(Rtx5090().l2_bytes_per_s.value, 8.7e12 * 0.75, 1e6);
+}
+
+// ---- Each v2 choice moves the prediction the way the model says it should. ----
+
+TEST(ModelTest, LadderStepsHelpAtLargeM) {
+  const Hardware hw = Rtx5090();
+  const std::vector<Design> ladder = DesignLadder();
+  double prev = 0;
+  for (const Design& d : ladder) {
+    const Prediction p = Predict(hw, d, AtM(16384));
+    if (!p.feasibility.ok) continue;
+    EXPECT_GE(p.tflops, prev * (1 - 1e-9)) << d.name;
+    prev = p.tflops;
+  }
+  // Two stages of 36 KiB cannot cover the TMA round trip: the current loop is latency-bound.
+  EXPECT_EQ(Predict(hw, CurrentDesign(), AtM(16384)).stage.limiter, "TMA latency");
+}
+
+TEST(ModelTest, StandaloneQuantizeIsIssueBoundOnH200) {
+  const Hardware hw = H200();
+  const QuantizeStandalone q = PredictStandaloneQuantize(hw, 75856, 7168, 1.0);
+  // 600 SASS instructions per block: 132 x 4 x 1.98 GHz x 32 / 600 blocks/s x 32 B read.
+  EXPECT_NEAR(q.issue_bound_gbps, 132 * 4 * 1.98e9 * 32 / 600 * 32 * (2.5625 / 2) * 1e-9, 1);
+  EXPECT_LT(q.bench_gbps, q.dram_bound_gbps);
+  // Measured 1853 GB/s (harness/bench/results/h200_sm90_fast.csv): ~0.8 of the issue bound.
+  EXPECT_NEAR(1852.99 / q.bench_gbps, 0.82, 0.05);
+}
+
+}  // namespace
+}  // namespace h3::perf_model
