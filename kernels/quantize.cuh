@@ -54,6 +54,28 @@ __device__ __forceinline__ QuantParams MakeQuantParams(float gs) {
   return {__fmul_rn(gs, kRcp6), __fdiv_rn(1.0f, gs)};
 }
 
+// Steps 2.-4. of one block from its amax (NaN-ignoring |x| maximum): returns the UE4M3 scale
+// byte sf and sets *os, the factor every element of the block is multiplied by.
+__device__ __forceinline__ uint32_t BlockScale(float amax, const QuantParams& qp, float* os) {
+  // 2.-3. sfv = amax (x) (gs (x) RN(1/6)); sf = e4m3(sfv); sfd = f32(sf).
+  const uint32_t sf = F32ToE4m3(__fmul_rn(amax, qp.gs_rcp6));
+  const float sfd = Ue4m3ToF32(sf);
+  // 4. os = 0 if amax == 0 else fminf(1 (/) (sfd (x) (1 (/) gs)), FLT_MAX).
+  *os = (amax == 0.0f) ? 0.0f : fminf(__fdiv_rn(1.0f, __fmul_rn(sfd, qp.rcp_gs)), 3.402823466e38f);
+  return sf;
+}
+
+// Steps 5.-6. for 8 consecutive elements (an even first index): code_i = e2m1(x_i (x) os), byte
+// j = code(2j) | code(2j+1) << 4, bytes little-endian in the word.
+__device__ __forceinline__ uint32_t EncodeE2m1x8(const float (&x)[8], float os) {
+  uint32_t word = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    word |= F32x2ToE2m1Byte(__fmul_rn(x[2 * j], os), __fmul_rn(x[2 * j + 1], os)) << (8 * j);
+  }
+  return word;
+}
+
 // One block of 16 values: returns the UE4M3 scale byte, writes 8 packed code bytes (as 2 words).
 __device__ __forceinline__ uint32_t QuantizeBlock16(const float (&x)[16], const QuantParams& qp,
                                                     uint32_t (&packed)[2]) {
@@ -61,23 +83,10 @@ __device__ __forceinline__ uint32_t QuantizeBlock16(const float (&x)[16], const 
   float amax = fabsf(x[0]);
 #pragma unroll
   for (int i = 1; i < 16; ++i) amax = fmaxf(amax, fabsf(x[i]));
-  // 2.-3. sfv = amax (x) (gs (x) RN(1/6)); sf = e4m3(sfv); sfd = f32(sf).
-  const uint32_t sf = F32ToE4m3(__fmul_rn(amax, qp.gs_rcp6));
-  const float sfd = Ue4m3ToF32(sf);
-  // 4. os = 0 if amax == 0 else fminf(1 (/) (sfd (x) (1 (/) gs)), FLT_MAX).
-  const float os =
-      (amax == 0.0f) ? 0.0f : fminf(__fdiv_rn(1.0f, __fmul_rn(sfd, qp.rcp_gs)), 3.402823466e38f);
-  // 5.-6. code_i = e2m1(x_i (x) os), byte j = code(2j) | code(2j+1) << 4.
-#pragma unroll
-  for (int w = 0; w < 2; ++w) {
-    uint32_t word = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = 8 * w + 2 * j;
-      word |= F32x2ToE2m1Byte(__fmul_rn(x[i], os), __fmul_rn(x[i + 1], os)) << (8 * j);
-    }
-    packed[w] = word;
-  }
+  float os;
+  const uint32_t sf = BlockScale(amax, qp, &os);
+  packed[0] = EncodeE2m1x8(reinterpret_cast<const float(&)[8]>(x[0]), os);
+  packed[1] = EncodeE2m1x8(reinterpret_cast<const float(&)[8]>(x[8]), os);
   return sf;
 }
 

@@ -232,6 +232,12 @@ TEST(UnitKernelsTest, QuantizeKernelMatchesQuantizeRows) {
   std::vector<uint16_t> x(rows * cols);
   for (auto& v : x)
     v = static_cast<uint16_t>((rng.Next() & 0x807F) | ((110 + rng.Next() % 30) << 7));
+  // Specials: NaN, -Inf, -0, a bf16 subnormal; an all-NaN block; an all -0 block; a block whose
+  // odd half is NaN (the lane pair's amax shuffle must ignore it).
+  x[0] = 0x7FC0, x[1] = 0xFF80, x[2] = 0x8000, x[3] = 0x0001;
+  for (int i = 16; i < 32; ++i) x[i] = 0xFFC1;
+  for (int i = 32; i < 48; ++i) x[i] = 0x8000;
+  for (int i = 56; i < 64; ++i) x[i] = 0x7FC0;
   const float gs = 2688.0f / 1.0e4f;
   std::vector<uint8_t> want_q(rows * cols / 2), want_sf(rows * cols / 16);
   QuantizeRows(x, rows, cols, gs, absl::MakeSpan(want_q), absl::MakeSpan(want_sf));

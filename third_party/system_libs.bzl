@@ -87,9 +87,7 @@ alias(name = "gmock_main", actual = ":gtest_main")
 # Google Benchmark, compiled from Debian's source package (Debian ships the library shared only, and
 # benchmark binaries must run on a GPU machine that has nothing but the NVIDIA driver). ./bazelw
 # fetches the package once into third_party/benchmark_src/ (git-ignored) and checks the tarball
-# against its .dsc; this rule checks it once more against the sha256 pinned here (the version this
-# BUILD file was written for) and extracts it into the external repository, never into the
-# checkout (the tarball holds BUILD files that `//...` would otherwise pick up).
+# against its .dsc; _debian_source_impl checks it against the sha256 pinned here.
 _BENCHMARK_VERSION = "1.7.1"
 _BENCHMARK_SHA256 = "6430e4092653380d9dc4ccb45a1e2dc9259d581f4866dc0759713126056bc1d7"
 
@@ -119,28 +117,76 @@ cc_library(
 )
 """
 
-def _benchmark_source_impl(ctx):
+# Abseil's translation units that cannot go into a shared object as Debian compiled them (its
+# archives are PIE, not PIC): local-exec TLS (sysinfo.cc GetCachedTID, cordz_functions.cc
+# cordz_next_sample), initial-exec TLS (cord.cc: static TLS, which dlopen cannot give beside the
+# static CUDA runtime's TLS block), a copy-relocated `stderr` (str_format/parser.cc). The Python
+# package's library (python/BUILD) recompiles them as PIC from Debian's source package of the very
+# version installed (these four files carry no Debian patch); every other abseil member links
+# as it is.
+_ABSEIL_VERSION = "20220623.1"
+_ABSEIL_SHA256 = "abfe2897f3a30edaa74bc34365afe3c2a3cd012091a97dc7e008f7016adcd5fe"
+_ABSEIL_PIC_BUILD = """
+package(default_visibility = ["//visibility:public"])
+licenses(["notice"])  # Apache 2.0
+cc_library(
+    name = "absl_pic",
+    srcs = [
+        "absl/base/internal/sysinfo.cc",
+        "absl/strings/cord.cc",
+        "absl/strings/internal/cordz_functions.cc",
+        "absl/strings/internal/str_format/parser.cc",
+    ],
+    copts = ["-w"],
+    alwayslink = True,
+    deps = [
+        "@com_google_absl//absl/base",
+        "@com_google_absl//absl/strings",
+        "@com_google_absl//absl/strings:str_format",
+    ],
+)
+"""
+
+# A Debian source package that ./bazelw fetched into third_party/<folder>/, checked once more
+# against the sha256 pinned here and extracted into the external repository (never into the
+# checkout: tarballs hold BUILD files that `//...` would otherwise pick up).
+def _debian_source_impl(ctx):
     root = ctx.path(Label("@//:WORKSPACE")).dirname
-    tarball = root.get_child("third_party").get_child("benchmark_src").get_child(
-        "benchmark_%s.orig.tar.gz" % _BENCHMARK_VERSION,
+    tarball = root.get_child("third_party").get_child(ctx.attr.folder).get_child(
+        "%s_%s.orig.tar.gz" % (ctx.attr.package, ctx.attr.version),
     )
     if not tarball.exists:
-        fail(("Google Benchmark's sources are missing: %s. ./bazelw fetches them (Debian's " +
-              "'benchmark' source package, once); run the build through ./bazelw on a machine " +
-              "that reaches deb.debian.org.") % tarball)
+        fail(("The sources of '%s' are missing: %s. ./bazelw fetches them (Debian's source " +
+              "package, once); run the build through ./bazelw on a machine that reaches " +
+              "deb.debian.org.") % (ctx.attr.package, tarball))
     result = ctx.execute(["sha256sum", str(tarball)])
     got = result.stdout.split(" ")[0] if result.return_code == 0 else "(sha256sum failed: %s)" % result.stderr
-    if got != _BENCHMARK_SHA256:
-        fail("%s: sha256 %s, expected %s (delete third_party/benchmark_src/ and run ./bazelw again)" %
-             (tarball, got, _BENCHMARK_SHA256))
-    ctx.extract(tarball, stripPrefix = "benchmark-%s" % _BENCHMARK_VERSION)
-    # Upstream's own Bazel files (they need repositories this workspace does not have).
-    for f in ["BUILD.bazel", "WORKSPACE", "bindings", "test", "tools"]:
+    if got != ctx.attr.sha256:
+        fail("%s: sha256 %s, expected %s (delete third_party/%s/ and run ./bazelw again)" %
+             (tarball, got, ctx.attr.sha256, ctx.attr.folder))
+    ctx.extract(tarball, stripPrefix = ctx.attr.strip_prefix)
+    # Upstream's own Bazel files (they need repositories this workspace does not have, and nested
+    # packages would cut the one BUILD file below off from the sources).
+    for f in ctx.attr.delete:
         ctx.delete(f)
+    ctx.execute(["find", ".", "-mindepth", "2", "(", "-name", "BUILD", "-o", "-name", "BUILD.bazel",
+                 ")", "-delete"])
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
-    ctx.file("BUILD", _BENCHMARK_BUILD)
+    ctx.file("BUILD", ctx.attr.build)
 
-_benchmark_source_repository = repository_rule(implementation = _benchmark_source_impl, local = True)
+_debian_source_repository = repository_rule(
+    implementation = _debian_source_impl,
+    attrs = {
+        "package": attr.string(),
+        "version": attr.string(),
+        "sha256": attr.string(),
+        "folder": attr.string(),
+        "strip_prefix": attr.string(),
+        "delete": attr.string_list(),
+        "build": attr.string(),
+    },
+    local = True,
+)
 
 _EIGEN_BUILD = """
 package(default_visibility = ["//visibility:public"])
@@ -191,7 +237,26 @@ def system_library_repositories():
         build = _GTEST_BUILD,
         hint = "Debian's libgtest-dev and libgmock-dev",
     )
-    _benchmark_source_repository(name = "com_google_benchmark")
+    _debian_source_repository(
+        name = "com_google_benchmark",
+        package = "benchmark",
+        version = _BENCHMARK_VERSION,
+        sha256 = _BENCHMARK_SHA256,
+        folder = "benchmark_src",
+        strip_prefix = "benchmark-%s" % _BENCHMARK_VERSION,
+        delete = ["BUILD.bazel", "WORKSPACE", "bindings", "test", "tools"],
+        build = _BENCHMARK_BUILD,
+    )
+    _debian_source_repository(
+        name = "absl_pic",
+        package = "abseil",
+        version = _ABSEIL_VERSION,
+        sha256 = _ABSEIL_SHA256,
+        folder = "abseil_src",
+        strip_prefix = "abseil-%s" % _ABSEIL_VERSION,
+        delete = ["BUILD.bazel", "WORKSPACE", "CMake", "ci"],
+        build = _ABSEIL_PIC_BUILD,
+    )
     _symlinked_repository(
         name = "eigen",
         links = {

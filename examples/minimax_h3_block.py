@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""A MiniMax-H3 block's attention output projection + gated residual, bf16 vs NVFP4.
+
+diffusers' MiniMax-H3 transformer block computes, after attention,
+
+    hidden = residual + gate_msa.index_select(0, adaln_indices) * attn.to_out[0](attn_output)
+
+in bf16 (nn.Linear(7168, 5376), then two bf16 elementwise ops). This script replaces that with
+the fused NVFP4 op of this repository - one call, the weight quantized once:
+
+    proj = MiniMaxH3NVFP4OutProj.from_linear(attn.to_out[0], calibration_sample=attn_output)
+    hidden = proj(attn_output, residual, gate_msa, adaln_indices)
+
+on synthetic attention outputs with outlier channels, and prints the error against the bf16
+computation (max abs, relative L2, cosine; of the block's output and of its residual update
+out - residual, with the float32 computation for scale) and the time of each.
+
+    PYTHONPATH=DIR python3 examples/minimax_h3_block.py                # DIR: installed package
+    ... --device cuda --m 4096 [--sm90_emulation fast]                # the GPU kernel
+    ... --device cpu --m 256                                          # the CPU emulator
+
+On the CPU it runs the bit-exact emulator (torch CPU tensors, or NumPy arrays where torch is not
+installed; the emulator needs ~0.5 s per 1000 rows on 2 cores, plus the reference GEMM); on a
+CUDA device the kernel (SM12x native, sm_90 validation build).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+try:
+    import numpy as np
+except ImportError:
+    # This python3 has no NumPy (e.g. a pyenv interpreter); the system's may (Debian's
+    # python3-numpy): run there instead, saying so.
+    if (os.path.exists("/usr/bin/python3") and not os.environ.get("H3_REEXEC")
+            and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3")):
+        print("minimax_h3_block: NumPy is not importable by %s; re-running under "
+              "/usr/bin/python3" % sys.executable, file=sys.stderr)
+        os.environ["H3_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)]
+                 + sys.argv[1:])
+    raise
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import minimax_h3_nvfp4
+from minimax_h3_nvfp4 import bf16, calibration
+from minimax_h3_nvfp4.diffusion_ops import (minimax_h3_nvfp4_out_proj,
+                                            quantize_minimax_h3_o_weight_nvfp4)
+
+N, K, G = 5376, 7168, 9  # hidden size, 56 heads x 128, 3 noise levels x 3 modalities
+HEADS = 56
+
+
+def synthetic(m, seed):
+    """float32 arrays, every value a bf16 value: attention outputs with per-head scales and
+    outlier channels, an nn.Linear-like weight, the AdaLN gate table, adaln_indices, residual."""
+    rng = np.random.default_rng(seed)
+    head_scale = np.repeat(rng.uniform(0.5, 1.5, HEADS).astype(np.float32), K // HEADS)
+    x = rng.standard_normal((m, K), dtype=np.float32) * head_scale
+    outliers = rng.choice(K, K // 200, replace=False)  # 0.5% of the channels
+    x[:, outliers] *= rng.uniform(20.0, 60.0, outliers.size).astype(np.float32)
+    w = rng.standard_normal((N, K), dtype=np.float32) * np.float32(1.0 / np.sqrt(K))
+    gate = rng.standard_normal((G, N), dtype=np.float32) * np.float32(0.5)
+    # Packed tokens of two samples at different noise levels; 80% video, 15% text, 5% audio.
+    timestep_indices = np.where(np.arange(m) < m // 2, 0, 2)
+    token_tags = rng.choice(3, m, p=[0.80, 0.15, 0.05])
+    adaln_indices = (timestep_indices * 3 + token_tags).astype(np.int32)
+    residual = rng.standard_normal((m, N), dtype=np.float32)
+    r = bf16.round_float32
+    return r(x), r(w), r(gate), adaln_indices, r(residual), outliers.size
+
+
+def errors(got, want):
+    """max abs, relative L2, cosine (float64)."""
+    got = np.asarray(got, np.float64).ravel()
+    want = np.asarray(want, np.float64).ravel()
+    d = got - want
+    return (float(np.max(np.abs(d))), float(np.linalg.norm(d) / np.linalg.norm(want)),
+            float(got @ want / (np.linalg.norm(got) * np.linalg.norm(want))))
+
+
+def print_report(args, backend, ref_name, outliers, t_quant, t_ref, t_op, timing, f32_out,
+                 f32_upd, ref_out, nv_out, residual):
+    """The error table and the times. *_out: float32 [M, N] block outputs; residual float32."""
+    print("MiniMax-H3 attention output projection + gated residual: M=%d tokens, N=%d, K=%d, G=%d"
+          % (args.m, N, K, G))
+    print("backend: %s" % backend)
+    print("data: synthetic attention outputs, %d outlier channels of %d (x20..x60), "
+          "act_global_scale calibrated on them" % (outliers, K))
+    print()
+    rows = [
+        ("block output, NVFP4 vs bf16", nv_out, ref_out),
+        ("block output, bf16 vs f32", ref_out, f32_out),
+        ("update (out - residual), NVFP4 vs bf16", nv_out - residual, ref_out - residual),
+        ("update (out - residual), NVFP4 vs f32", nv_out - residual, f32_upd),
+        ("update (out - residual), bf16 vs f32", ref_out - residual, f32_upd),
+    ]
+    print("%-42s %12s %12s %12s" % ("error", "max abs", "rel L2", "cosine"))
+    for name, got, want in rows:
+        e = errors(got, want)
+        print("%-42s %12.4g %12.4g %12.8f" % (name, e[0], e[1], e[2]))
+    print()
+    print("time (%s)" % timing)
+    print("  %-52s %12s" % ("bf16 block: " + ref_name, fmt_time(t_ref)))
+    print("  %-52s %12s" % ("NVFP4 fused op", fmt_time(t_op)))
+    print("  %-52s %12s" % ("weight quantization (once, on the CPU)", fmt_time(t_quant)))
+
+
+def fmt_time(s):
+    return "%.3f ms" % (s * 1e3) if s < 1.0 else "%.2f s" % s
+
+
+def run_numpy(args):
+    """No torch: the functional API on NumPy arrays (bf16 as uint16 bit patterns)."""
+    x, w, gate, idx, res, outliers = synthetic(args.m, args.seed)
+    xb, wb, gb, rb = (bf16.from_float32(a) for a in (x, w, gate, res))
+
+    t0 = time.perf_counter()
+    q, sf, w_gs = quantize_minimax_h3_o_weight_nvfp4(wb)
+    t_quant = time.perf_counter() - t0
+    act_gs = calibration.act_global_scale(xb)
+
+    # The bf16 block: the GEMM in f32 (a bf16 Linear accumulates in f32 and rounds its output),
+    # then bf16 elementwise ops, each rounded once.
+    t0 = time.perf_counter()
+    y = x @ w.T
+    proj = bf16.round_float32(y)
+    ref = bf16.round_float32(res + bf16.round_float32(gate[idx] * proj))
+    t_ref = time.perf_counter() - t0
+    f32_upd = gate[idx] * y
+    f32_out = res + f32_upd
+
+    minimax_h3_nvfp4_out_proj(xb[:8], q, sf, w_gs, act_gs, gb, idx[:8], rb[:8])  # warm-up
+    t0 = time.perf_counter()
+    out = minimax_h3_nvfp4_out_proj(xb, q, sf, w_gs, act_gs, gb, idx, rb)
+    t_op = time.perf_counter() - t0
+    print_report(args, "the CPU emulator (bit-exact), NumPy arrays, no torch",
+                 "NumPy f32 GEMM, bf16 roundings", outliers, t_quant, t_ref, t_op,
+                 "one call, after a warm-up call of the op", f32_out, f32_upd, ref,
+                 bf16.to_float32(out), res)
+
+
+def run_torch(args, device):
+    """torch: the nn.Module in place of nn.Linear + the gated residual."""
+    x, w, gate, idx, res, outliers = synthetic(args.m, args.seed)
+    dev = torch.device(device)
+    tb = lambda a: torch.from_numpy(a).to(dev).to(torch.bfloat16)  # exact: bf16 values
+    x_t, gate_t, res_t = tb(x), tb(gate), tb(res)
+    idx_t = torch.from_numpy(idx).to(dev)
+    linear = torch.nn.Linear(K, N, bias=False, device=dev, dtype=torch.bfloat16)
+    with torch.no_grad():
+        linear.weight.copy_(tb(w))
+
+    def block_bf16():
+        # diffusers: residual + gate_msa.index_select(0, adaln_indices) * attn.to_out[0](...)
+        return res_t + gate_t.index_select(0, idx_t) * linear(x_t)
+
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    proj = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj.from_linear(
+        linear, calibration_sample=x_t, sm90_emulation=args.sm90_emulation)
+    sync()
+    t_quant = time.perf_counter() - t0
+
+    def block_nvfp4():
+        return proj(x_t, res_t, gate_t, idx_t)
+
+    with torch.no_grad():
+        ref = block_bf16()
+        out = block_nvfp4()
+        y = x_t.float() @ linear.weight.float().t()
+        f32_upd = gate_t.float().index_select(0, idx_t) * y
+        f32_out = res_t.float() + f32_upd
+        if dev.type == "cuda":
+            t_ref, t_op = time_cuda(block_bf16, args.iters), time_cuda(block_nvfp4, args.iters)
+            timing = "median of %d calls, CUDA events" % args.iters
+            backend = "the GPU kernel, %s (%s)" % (minimax_h3_nvfp4.backend_name(
+                dev, args.sm90_emulation), torch.cuda.get_device_name(dev))
+        else:
+            t_ref, t_op = time_cpu(block_bf16), time_cpu(block_nvfp4)
+            timing = "one call after a warm-up call, each"
+            backend = "the CPU emulator (bit-exact), torch CPU tensors"
+    host = lambda t: t.float().cpu().numpy()
+    print_report(args, backend, "nn.Linear + gated residual (torch bf16)", outliers, t_quant,
+                 t_ref, t_op, timing, host(f32_out), host(f32_upd), host(ref), host(out),
+                 host(res_t))
+
+
+def time_cuda(fn, iters):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return float(np.median(times))
+
+
+def time_cpu(fn):
+    fn()  # warm-up (the emulator's scratch)
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="auto: cuda where torch sees a GPU, else cpu")
+    p.add_argument("--m", type=int, default=None,
+                   help="tokens (default: 4096 on cuda, 256 on cpu)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--iters", type=int, default=20, help="timed calls on cuda")
+    p.add_argument("--sm90_emulation", default="faithful", choices=["faithful", "fast"])
+    p.add_argument("--numpy", action="store_true",
+                   help="on cpu, use NumPy arrays even where torch is installed")
+    args = p.parse_args()
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
+    if device == "cuda" and (torch is None or not torch.cuda.is_available()):
+        sys.exit("minimax_h3_block: --device cuda needs torch with a CUDA device")
+    if args.m is None:
+        args.m = 4096 if device == "cuda" else 256
+    if device == "cpu" and (torch is None or args.numpy):
+        run_numpy(args)
+    else:
+        run_torch(args, device)
+
+
+if __name__ == "__main__":
+    main()

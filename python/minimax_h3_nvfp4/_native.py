@@ -1,0 +1,147 @@
+"""ctypes binding of libminimax_h3_nvfp4.so (the C ABI of python/native/capi.h).
+
+The structs and signatures here mirror capi.h one for one; H3_CAPI_VERSION guards the pair.
+The library is looked up, in order: $MINIMAX_H3_NVFP4_LIB, next to this file (the installed
+package), and one folder up (Bazel's runfiles, where the package sits beside the .so).
+"""
+
+import ctypes
+import os
+import threading
+
+CAPI_VERSION = 1
+LIB_NAME = "libminimax_h3_nvfp4.so"
+
+# absl::StatusCode values returned by the C ABI.
+OK = 0
+INVALID_ARGUMENT = 3
+FAILED_PRECONDITION = 9
+OUT_OF_RANGE = 11
+UNIMPLEMENTED = 12
+INTERNAL = 13
+
+
+class H3Array(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("ndim", ctypes.c_int64),
+        ("shape", ctypes.c_int64 * 4),
+    ]
+
+
+class H3OutProjArgs(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_int64),
+        ("attn_out", H3Array),
+        ("o_weight_q", H3Array),
+        ("o_weight_sf", H3Array),
+        ("o_weight_global_scale", H3Array),
+        ("o_weight_global_scale_value", ctypes.c_float),
+        ("reserved0", ctypes.c_int32),
+        ("act_global_scale", H3Array),
+        ("gate", H3Array),
+        ("gate_index", H3Array),
+        ("residual", H3Array),
+        ("out", H3Array),
+        ("act_q", H3Array),
+        ("act_sf", H3Array),
+        ("ready_flags", H3Array),
+        ("sm90_emulation", ctypes.c_int32),
+        ("cpu_gemm", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("reserved1", ctypes.c_int32),
+    ]
+
+
+def make_array(data_ptr, shape):
+    """An H3Array for a dense row-major buffer at data_ptr (an int, 0 = not given)."""
+    a = H3Array()
+    a.data = data_ptr or None
+    a.ndim = len(shape)
+    for i, d in enumerate(tuple(shape)[:4]):
+        a.shape[i] = int(d)
+    return a
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def _candidates():
+    env = os.environ.get("MINIMAX_H3_NVFP4_LIB")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, LIB_NAME)
+    yield os.path.join(os.path.dirname(here), LIB_NAME)
+
+
+def lib():
+    """The loaded library (loaded once, on first use)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        path = None
+        for c in _candidates():
+            tried.append(c)
+            if os.path.exists(c):
+                path = c
+                break
+        if path is None:
+            raise ImportError(
+                "minimax_h3_nvfp4: %s not found (looked in: %s); install the package with "
+                "`./bazelw run //python:install -- DIR` or set MINIMAX_H3_NVFP4_LIB"
+                % (LIB_NAME, ", ".join(tried)))
+        l = ctypes.CDLL(path)
+        l.h3_capi_version.restype = ctypes.c_int32
+        l.h3_capi_version.argtypes = []
+        l.h3_last_error.restype = ctypes.c_char_p
+        l.h3_last_error.argtypes = []
+        l.h3_out_proj_gpu.restype = ctypes.c_int32
+        l.h3_out_proj_gpu.argtypes = [ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p]
+        l.h3_out_proj_cpu.restype = ctypes.c_int32
+        l.h3_out_proj_cpu.argtypes = [ctypes.POINTER(H3OutProjArgs)]
+        l.h3_ready_flag_bytes.restype = ctypes.c_int64
+        l.h3_ready_flag_bytes.argtypes = [ctypes.c_int64]
+        l.h3_swizzled_scale_bytes.restype = ctypes.c_int64
+        l.h3_swizzled_scale_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
+        l.h3_backend_name.restype = ctypes.c_int32
+        l.h3_backend_name.argtypes = [ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
+                                      ctypes.c_int64]
+        l.h3_quantize_weight_cpu.restype = ctypes.c_int32
+        l.h3_quantize_weight_cpu.argtypes = [
+            ctypes.POINTER(H3Array), ctypes.c_int32, ctypes.POINTER(H3Array),
+            ctypes.POINTER(H3Array), ctypes.POINTER(ctypes.c_float)]
+        l.h3_out_envelope_cpu.restype = ctypes.c_int32
+        l.h3_out_envelope_cpu.argtypes = [
+            ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+            ctypes.c_void_p, ctypes.c_void_p]
+        got = l.h3_capi_version()
+        if got != CAPI_VERSION:
+            raise ImportError(
+                "minimax_h3_nvfp4: %s has C ABI version %d, this package needs %d (they come "
+                "from different builds; reinstall)" % (path, got, CAPI_VERSION))
+        l.path = path
+        _lib = l
+        return l
+
+
+def check(code):
+    """Raises the Python exception for a C ABI return code (the C++ message unchanged)."""
+    if code == OK:
+        return
+    msg = lib().h3_last_error().decode("utf-8", "replace")
+    if code in (INVALID_ARGUMENT, OUT_OF_RANGE):
+        raise ValueError(msg)
+    raise RuntimeError(msg)
+
+
+def new_args():
+    a = H3OutProjArgs()
+    a.version = CAPI_VERSION
+    a.device = -1
+    return a

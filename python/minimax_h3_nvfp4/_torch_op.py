@@ -1,0 +1,99 @@
+"""The torch custom op `minimax_h3_nvfp4::out_proj` (imported only where torch is).
+
+An internal op that takes every buffer - `out`, `act_q`, `act_sf`, allocated by the Python
+wrapper (diffusion_ops) when the caller gave none - mutates them and returns nothing; the
+public function returns `out`. Registered with torch.library.custom_op (torch >= 2.4) with a
+fake implementation, so torch.compile(fullgraph=True) traces through it; on older torch,
+`out_proj` is the plain implementation (no registration).
+
+The implementation runs the GPU kernel for CUDA tensors, on torch.cuda.current_stream(), with
+its per-call ready-flag workspace from torch's allocator (so a CUDA graph's memory stays in
+torch's pool, and nothing in the call synchronizes: the very first call in a process can be
+captured), or the emulator for CPU tensors. `residual=None` means "in place": `out` holds the
+residual (no two arguments of the op alias each other).
+"""
+
+import ctypes
+from typing import Optional
+
+import torch
+
+from . import _native
+
+_NAME = "minimax_h3_nvfp4::out_proj"
+
+
+def _arr(t):
+    if t is None:
+        return _native.H3Array()
+    return _native.make_array(t.data_ptr(), tuple(t.shape))
+
+
+def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_global_scale_value,
+          act_global_scale, gate, gate_index, residual, out, act_q, act_sf, sm90_emulation,
+          cpu_gemm):
+    lib = _native.lib()
+    a = _native.new_args()
+    a.attn_out = _arr(attn_out)
+    a.o_weight_q = _arr(o_weight_q)
+    a.o_weight_sf = _arr(o_weight_sf)
+    a.o_weight_global_scale = _arr(o_weight_global_scale)
+    a.o_weight_global_scale_value = o_weight_global_scale_value
+    a.act_global_scale = _arr(act_global_scale)
+    a.gate = _arr(gate)
+    a.gate_index = _arr(gate_index)
+    a.residual = _arr(residual)
+    a.out = _arr(out)
+    a.act_q = _arr(act_q)
+    a.act_sf = _arr(act_sf)
+    a.sm90_emulation = sm90_emulation
+    a.cpu_gemm = cpu_gemm
+    device = attn_out.device
+    if device.type == "cuda":
+        m = attn_out.shape[0] if attn_out.dim() >= 1 else 0
+        flags = torch.empty((lib.h3_ready_flag_bytes(m),), dtype=torch.uint8, device=device)
+        a.ready_flags = _arr(flags)
+        a.device = device.index if device.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device).cuda_stream
+        _native.check(lib.h3_out_proj_gpu(ctypes.byref(a), ctypes.c_void_p(stream)))
+        # `flags` is returned to torch's caching allocator here: stream-ordered on the current
+        # stream, which is the stream the op was enqueued on.
+    elif device.type == "cpu":
+        _native.check(lib.h3_out_proj_cpu(ctypes.byref(a)))
+    else:
+        raise ValueError("minimax_h3_nvfp4_out_proj: attn_out must be a CUDA or CPU tensor, "
+                         "got %s" % (device,))
+
+
+def _register():
+    custom_op = getattr(getattr(torch, "library", None), "custom_op", None)
+    if custom_op is None:  # torch < 2.4
+        return _impl
+    try:
+        @custom_op(_NAME, mutates_args=("out", "act_q", "act_sf"))
+        def out_proj(attn_out: torch.Tensor, o_weight_q: torch.Tensor,
+                     o_weight_sf: torch.Tensor, o_weight_global_scale: Optional[torch.Tensor],
+                     o_weight_global_scale_value: float, act_global_scale: torch.Tensor,
+                     gate: torch.Tensor, gate_index: torch.Tensor,
+                     residual: Optional[torch.Tensor], out: torch.Tensor,
+                     act_q: Optional[torch.Tensor], act_sf: Optional[torch.Tensor],
+                     sm90_emulation: int, cpu_gemm: int) -> None:
+            _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                  o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
+                  act_q, act_sf, sm90_emulation, cpu_gemm)
+
+        @out_proj.register_fake
+        def _(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+              o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
+              act_q, act_sf, sm90_emulation, cpu_gemm):
+            return None
+
+        return out_proj
+    except RuntimeError:
+        # Already registered in this process (a second copy of the package was imported): use
+        # that registration.
+        return torch.ops.minimax_h3_nvfp4.out_proj.default
+
+
+out_proj = _register()
+registered = out_proj is not _impl

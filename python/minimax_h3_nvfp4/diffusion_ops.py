@@ -1,0 +1,341 @@
+"""FlashInfer's `diffusion_ops` API for the MiniMax-H3 NVFP4 attention-output projection.
+
+    from minimax_h3_nvfp4.diffusion_ops import (
+        minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
+
+Same names, argument order, keyword-only part, defaults and return values as
+`flashinfer.diffusion_ops`; the contract, to the bit, is docs/contract.md. Two keyword-only
+extras follow FlashInfer's own (so its signature is a prefix of this one):
+
+    sm90_emulation="faithful" | "fast"   which exact emulation of the SM120 block-scaled MMA runs
+                                         on an sm_90 GPU (README "On Hopper"); ignored elsewhere
+    cpu_gemm="fast" | "exact"            the emulator's GEMM: Eigen f32 (within the contract's
+                                         bound) or the exact accumulator rounded once
+
+The backend follows the tensors: CUDA torch tensors run the GPU kernel on
+torch.cuda.current_stream() (SM12x native, sm_90 validation build); CPU torch tensors and NumPy
+arrays run the bit-exact CPU emulator. NumPy has no bf16: bf16 operands are uint16 bit patterns
+or ml_dtypes.bfloat16 arrays (minimax_h3_nvfp4.bf16 converts). torch is optional.
+
+Errors, raised before anything runs (nothing is written): TypeError for a wrong type or dtype;
+ValueError for a wrong shape, mismatched devices, non-contiguous operands, forbidden aliasing
+(only out is residual exactly is allowed) or an invalid value; RuntimeError for CUDA errors and
+unsupported devices. Messages read "minimax_h3_nvfp4_out_proj: <arg> must be <expected>, got
+<given>", as the C++ validation words them.
+"""
+
+import ctypes
+import numbers
+
+import numpy as np
+
+from . import _native
+from . import bf16 as _bf16
+
+try:
+    import torch as _torch
+except ImportError:  # NumPy-only machines: the emulator backend alone
+    _torch = None
+
+__all__ = ["minimax_h3_nvfp4_out_proj", "quantize_minimax_h3_o_weight_nvfp4", "backend_name"]
+
+_OP = "minimax_h3_nvfp4_out_proj"
+_QUANTIZER = "quantize_minimax_h3_o_weight_nvfp4"
+_SM90_EMULATION = {"faithful": 0, "fast": 1}
+_CPU_GEMM = {"fast": 0, "exact": 1}
+
+
+def _msg(fn, arg, expected, got):
+    return "%s: %s must be %s, got %s" % (fn, arg, expected, got)
+
+
+def _kind_of(x):
+    """How a value is named in messages: 'torch.Tensor on cuda:0', 'numpy.ndarray', 'float'..."""
+    if _torch is not None and isinstance(x, _torch.Tensor):
+        return "torch.Tensor on %s" % (x.device,)
+    if isinstance(x, np.ndarray):
+        return "numpy.ndarray"
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else "%s.%s" % (t.__module__, t.__name__)
+
+
+def _mode(name, value, table):
+    if not isinstance(value, str):
+        raise TypeError(_msg(_OP, name, " or ".join(repr(k) for k in table), _kind_of(value)))
+    if value not in table:
+        raise ValueError(_msg(_OP, name, " or ".join(repr(k) for k in table), repr(value)))
+    return table[value]
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def _check_rank2(fn, name, shape, symbolic):
+    # The C ABI checks every shape; these two are needed first, to size the outputs.
+    if len(shape) != 2:
+        raise ValueError("%s: %s must be 2-D %s, got shape %s" % (fn, name, symbolic,
+                                                                  _shape_str(shape)))
+
+
+def _sf_shape(n, k):
+    """The swizzled weight scales' 2-D shape: [round_up(N,128), round_up(K/16,4)]."""
+    return ((n + 127) // 128 * 128, ((k + 15) // 16 + 3) // 4 * 4)
+
+
+def backend_name(device=None, sm90_emulation="faithful"):
+    """The GPU build that runs on a CUDA device (None: the current one; an int or a
+    torch.device), e.g. "sm_90a validation, faithful (...)". RuntimeError where no supported
+    CUDA device is."""
+    code = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
+    if device is None:
+        index = -1
+    elif isinstance(device, numbers.Integral):
+        index = int(device)
+    else:
+        index = getattr(device, "index", None)
+        index = -1 if index is None else int(index)
+    buf = ctypes.create_string_buffer(512)
+    _native.check(_native.lib().h3_backend_name(index, code, buf, len(buf)))
+    return buf.value.decode()
+
+
+# ---- NumPy: the emulator ------------------------------------------------------------------------
+
+_NP_DTYPES = {
+    "bf16": ("bfloat16 (uint16 bit patterns or ml_dtypes.bfloat16)", _bf16.is_bf16_dtype),
+    "u8": ("uint8", lambda d: d == np.uint8),
+    "sf": ("uint8 (or float8_e4m3fn bytes)",
+           lambda d: d == np.uint8 or (d.name == "float8_e4m3fn" and d.itemsize == 1)),
+    "i32": ("int32", lambda d: d == np.int32),
+    "f32": ("float32", lambda d: d == np.float32),
+}
+
+
+def _np_check(name, a, kind, writeable=False):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(_msg(_OP, name, "a numpy.ndarray (like attn_out)", _kind_of(a)))
+    expected, ok = _NP_DTYPES[kind]
+    if not ok(a.dtype):
+        raise TypeError(_msg(_OP, name, "of dtype %s" % expected, str(a.dtype)))
+    if not a.flags.c_contiguous:
+        raise ValueError(_msg(_OP, name, "C-contiguous (dense, row-major)",
+                              "strides %s" % (a.strides,)))
+    if writeable and not a.flags.writeable:
+        raise ValueError(_msg(_OP, name, "a writeable array", "a read-only array"))
+
+
+def _np_arr(a):
+    if a is None:
+        return _native.H3Array()
+    return _native.make_array(a.ctypes.data, a.shape)
+
+
+def _np_scalar(name, v):
+    """A float32 scale as a float32 array of one element: given so, or a Python/NumPy float."""
+    if isinstance(v, np.ndarray):
+        _np_check(name, v, "f32")
+        return v
+    if isinstance(v, (numbers.Real, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return np.array([v], dtype=np.float32)
+    raise TypeError(_msg(_OP, name, "a float or a float32 numpy.ndarray of one element",
+                         _kind_of(v)))
+
+
+def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
+                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm):
+    del sm90  # GPU only
+    _np_check("attn_out", attn_out, "bf16")
+    _np_check("o_weight_q", o_weight_q, "u8")
+    _np_check("o_weight_sf", o_weight_sf, "sf")
+    w_gs = _np_scalar("o_weight_global_scale", o_weight_global_scale)
+    a_gs = _np_scalar("act_global_scale", act_global_scale)
+    _np_check("gate", gate, "bf16")
+    _np_check("gate_index", gate_index, "i32")
+    _np_check("residual", residual, "bf16")
+    if out is not None:
+        _np_check("out", out, "bf16", writeable=True)
+    if act_q is not None:
+        _np_check("act_q", act_q, "u8", writeable=True)
+    if act_sf is not None:
+        _np_check("act_sf", act_sf, "sf", writeable=True)
+    _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
+    _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
+    m = attn_out.shape[0]
+    n = o_weight_q.shape[0]
+    if out is None:
+        out = np.empty((m, n), dtype=residual.dtype)
+    a = _native.new_args()
+    a.attn_out = _np_arr(attn_out)
+    a.o_weight_q = _np_arr(o_weight_q)
+    a.o_weight_sf = _np_arr(o_weight_sf)
+    a.o_weight_global_scale = _np_arr(w_gs)
+    a.act_global_scale = _np_arr(a_gs)
+    a.gate = _np_arr(gate)
+    a.gate_index = _np_arr(gate_index)
+    a.residual = _native.H3Array() if out is residual else _np_arr(residual)
+    a.out = _np_arr(out)
+    a.act_q = _np_arr(act_q)
+    a.act_sf = _np_arr(act_sf)
+    a.cpu_gemm = gemm
+    _native.check(_native.lib().h3_out_proj_cpu(ctypes.byref(a)))
+    return out
+
+
+# ---- torch: the GPU kernel (CUDA tensors) or the emulator (CPU tensors) --------------------------
+
+if _torch is not None:
+    from . import _torch_op
+
+    _BF16 = ("torch.bfloat16", (_torch.bfloat16,))
+    _U8 = ("torch.uint8", (_torch.uint8,))
+    _SF = ("torch.uint8 (or torch.float8_e4m3fn)",
+           tuple(t for t in (_torch.uint8, getattr(_torch, "float8_e4m3fn", None)) if t))
+    _I32 = ("torch.int32", (_torch.int32,))
+    _F32 = ("torch.float32", (_torch.float32,))
+
+
+def _t_check(name, t, kind, device, shape_hint=""):
+    if not isinstance(t, _torch.Tensor):
+        raise TypeError(_msg(_OP, name, "a torch.Tensor (like attn_out)", _kind_of(t)))
+    expected, dtypes = kind
+    if t.dtype not in dtypes:
+        raise TypeError(_msg(_OP, name, "of dtype %s%s" % (expected, shape_hint), str(t.dtype)))
+    if t.device != device:
+        raise ValueError(_msg(_OP, name, "on %s (the device of attn_out)" % (device,),
+                              str(t.device)))
+    if not t.is_contiguous():
+        raise ValueError(_msg(_OP, name, "contiguous (dense, row-major)",
+                              "strides %s" % (tuple(t.stride()),)))
+
+
+def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
+                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm):
+    device = attn_out.device
+    if device.type not in ("cuda", "cpu", "meta"):
+        raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))
+    _t_check("attn_out", attn_out, _BF16, device)
+    _t_check("o_weight_q", o_weight_q, _U8, device)
+    _t_check("o_weight_sf", o_weight_sf, _SF, device)
+    if isinstance(o_weight_global_scale, _torch.Tensor):
+        _t_check("o_weight_global_scale", o_weight_global_scale, _F32, device)
+        w_gs, w_gs_value = o_weight_global_scale, 0.0
+    elif (isinstance(o_weight_global_scale, (numbers.Real, np.floating))
+          and not isinstance(o_weight_global_scale, (bool, np.bool_))):
+        w_gs, w_gs_value = None, float(o_weight_global_scale)
+    else:
+        raise TypeError(_msg(_OP, "o_weight_global_scale", "a float or a float32 tensor",
+                             _kind_of(o_weight_global_scale)))
+    _t_check("act_global_scale", act_global_scale, _F32, device, " (a tensor of shape [1])")
+    _t_check("gate", gate, _BF16, device)
+    _t_check("gate_index", gate_index, _I32, device)
+    _t_check("residual", residual, _BF16, device)
+    if out is not None:
+        _t_check("out", out, _BF16, device)
+    if act_q is not None:
+        _t_check("act_q", act_q, _U8, device)
+    if act_sf is not None:
+        _t_check("act_sf", act_sf, _SF, device)
+    _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
+    _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
+    m, k = attn_out.shape
+    n = o_weight_q.shape[0]
+    in_place = out is residual
+    if out is None:
+        out = _torch.empty((m, n), dtype=_torch.bfloat16, device=device)
+    if device.type == "cuda" and act_q is None and act_sf is None:
+        # The kernel's activation workspace, from torch's allocator (stream-ordered, and in the
+        # graph's private pool under capture) rather than the op's own cudaMallocAsync.
+        act_q = _torch.empty((m, k // 2), dtype=_torch.uint8, device=device)
+        act_sf = _torch.empty((m, k // 16), dtype=_torch.uint8, device=device)
+    _torch_op.out_proj(attn_out, o_weight_q, o_weight_sf, w_gs, w_gs_value, act_global_scale,
+                       gate, gate_index, None if in_place else residual, out, act_q, act_sf,
+                       sm90, gemm)
+    return out
+
+
+# ---- the API ------------------------------------------------------------------------------------
+
+def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                              act_global_scale, gate, gate_index, residual, *, out=None,
+                              act_q=None, act_sf=None, sm90_emulation="faithful",
+                              cpu_gemm="fast"):
+    """out = bf16(residual + bf16(gate[gate_index] * (act_nvfp4 @ w_nvfp4^T) / (act_gs * w_gs)))
+
+    Args (M tokens, N = 5376, K = 7168, G = 9 for MiniMax-H3; docs/contract.md section 1):
+      attn_out: bf16 [M, K], the attention output (quantized to NVFP4 inside the op).
+      o_weight_q: uint8 [N, K/2], o_weight_sf: uint8 [round_up(N,128), round_up(K/16,4)]
+        (128x4 swizzled), o_weight_global_scale: float or float32 tensor [1] - the three results
+        of quantize_minimax_h3_o_weight_nvfp4.
+      act_global_scale: float32 [1] (CUDA tensor on the GPU), the calibrated 2688 / amax.
+      gate: bf16 [G, N], the gate_msa rows of the AdaLN table.
+      gate_index: int32 [M], the gate row of each token; outside [0, G): out = residual.
+      residual: bf16 [M, N].
+      out: optional bf16 [M, N], written and returned; may be `residual` itself (in place).
+      act_q, act_sf: optional uint8 [M, K/2] and [M, K/16] (linear) workspaces the op fills with
+        the activation codes and scales.
+      sm90_emulation, cpu_gemm: keyword-only extras beyond FlashInfer's (module docstring).
+    Returns:
+      out, bf16 [M, N] (a torch tensor on attn_out's device, or a NumPy array of attn_out's
+      dtype).
+    """
+    sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
+    gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
+    if _torch is not None and isinstance(attn_out, _torch.Tensor):
+        return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                               act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
+                               sm90, gemm)
+    if isinstance(attn_out, np.ndarray):
+        return _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                               act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
+                               sm90, gemm)
+    raise TypeError(_msg(_OP, "attn_out", "a torch.Tensor or a numpy.ndarray", _kind_of(attn_out)))
+
+
+def quantize_minimax_h3_o_weight_nvfp4(weight):
+    """Quantizes the out-projection weight (contract section 5), once, on the CPU.
+
+    Args:
+      weight: [N, K] bf16 or float32 (nn.Linear(7168, 5376).weight: [5376, 7168]), every value
+        finite; a torch tensor (any device) or a NumPy array (bf16 as uint16 bit patterns or
+        ml_dtypes.bfloat16, or float32).
+    Returns:
+      (o_weight_q uint8 [N, K/2], o_weight_sf uint8 [round_up(N,128), round_up(K/16,4)] 128x4
+      swizzled, o_weight_global_scale float32 [1] = RN(2688 / amax)), on the weight's device
+      (torch) or as NumPy arrays.
+    """
+    is_torch = _torch is not None and isinstance(weight, _torch.Tensor)
+    if is_torch:
+        if weight.dtype not in (_torch.bfloat16, _torch.float32):
+            raise TypeError(_msg(_QUANTIZER, "weight", "a bfloat16 or float32 tensor",
+                                 str(weight.dtype)))
+        is_f32 = weight.dtype == _torch.float32
+        host = weight.detach().to("cpu").contiguous()
+        if not is_f32:
+            host = host.view(_torch.int16)
+        w = host.numpy()
+    elif isinstance(weight, np.ndarray):
+        if not (_bf16.is_bf16_dtype(weight.dtype) or weight.dtype == np.float32):
+            raise TypeError(_msg(_QUANTIZER, "weight",
+                                 "a bfloat16 (uint16 bit patterns or ml_dtypes.bfloat16) or "
+                                 "float32 array", str(weight.dtype)))
+        is_f32 = weight.dtype == np.float32
+        w = np.ascontiguousarray(weight)
+    else:
+        raise TypeError(_msg(_QUANTIZER, "weight", "a torch.Tensor or a numpy.ndarray",
+                             _kind_of(weight)))
+    _check_rank2(_QUANTIZER, "weight", w.shape, "[N, K]")
+    n, k = w.shape
+    q = np.zeros((n, k // 2), dtype=np.uint8)
+    sf = np.zeros(_sf_shape(n, k), dtype=np.uint8)
+    gs = ctypes.c_float(0.0)
+    wa, qa, sfa = (_native.make_array(x.ctypes.data, x.shape) for x in (w, q, sf))
+    _native.check(_native.lib().h3_quantize_weight_cpu(
+        ctypes.byref(wa), 1 if is_f32 else 0, ctypes.byref(qa), ctypes.byref(sfa),
+        ctypes.byref(gs)))
+    gs = np.array([gs.value], dtype=np.float32)
+    if is_torch:
+        dev = weight.device
+        return (_torch.from_numpy(q).to(dev), _torch.from_numpy(sf).to(dev),
+                _torch.from_numpy(gs).to(dev))
+    return q, sf, gs

@@ -1,0 +1,112 @@
+#ifndef H3_PYTHON_NATIVE_CAPI_H_
+#define H3_PYTHON_NATIVE_CAPI_H_
+
+/* The plain C ABI of libminimax_h3_nvfp4.so, loaded by the Python package with ctypes
+ * (python/minimax_h3_nvfp4/_native.py mirrors every declaration here; keep them in step and bump
+ * H3_CAPI_VERSION on any change of a struct or a signature).
+ *
+ * Two backends behind one argument struct:
+ *   h3_out_proj_gpu  the CUDA kernel (kernels/out_proj.h) on a caller's stream: every pointer is
+ *                    device memory of `device`; nothing synchronizes, so calls can be captured.
+ *   h3_out_proj_cpu  the bit-exact emulator (emulator/op.h): every pointer is host memory.
+ * Both check the operands' shapes against each other first (the dimensions come with every
+ * array), then the backend validates what it supports (kernels/out_proj.cc ValidateArgs,
+ * emulator/op.cc): every rejection happens before anything is written.
+ *
+ * Errors: every function returning int returns 0 on success, else an absl::StatusCode value
+ * (H3_INVALID_ARGUMENT, ...); the message ("minimax_h3_nvfp4_out_proj: <arg> must be <expected>,
+ * got <given>") is then h3_last_error(), thread-local, valid until the thread's next call.
+ * Element types are not part of the ABI (the caller checks them): bf16 travels as uint16 bit
+ * patterns, the block scales as bytes. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define H3_CAPI_VERSION 1
+
+/* Return codes: absl::StatusCode values. */
+enum {
+  H3_OK = 0,
+  H3_INVALID_ARGUMENT = 3,    /* bad shape, size, value, alignment or aliasing */
+  H3_FAILED_PRECONDITION = 9, /* e.g. a call that may not be captured */
+  H3_OUT_OF_RANGE = 11,       /* the weight's global scale would overflow */
+  H3_UNIMPLEMENTED = 12,      /* unsupported device */
+  H3_INTERNAL = 13            /* a CUDA error (its name and message in h3_last_error) */
+};
+
+/* One dense row-major operand: its address and its dimensions (ndim <= 4). data == NULL means
+ * "not given" where an operand is optional. */
+typedef struct H3Array {
+  void* data;
+  int64_t ndim;
+  int64_t shape[4];
+} H3Array;
+
+/* minimax_h3_nvfp4_out_proj (docs/contract.md section 1). M, K come from attn_out, N from
+ * o_weight_q, G from gate; every other operand is checked against them. */
+typedef struct H3OutProjArgs {
+  int64_t version;                /* H3_CAPI_VERSION */
+  H3Array attn_out;               /* bf16 [M, K] */
+  H3Array o_weight_q;             /* u8 [N, K/2] */
+  H3Array o_weight_sf;            /* u8, round_up(N,128) * round_up(K/16,4) bytes, any shape */
+  H3Array o_weight_global_scale;  /* f32, 1 element; data NULL: use the value below */
+  float o_weight_global_scale_value;
+  int32_t reserved0;
+  H3Array act_global_scale; /* f32, 1 element */
+  H3Array gate;             /* bf16 [G, N] */
+  H3Array gate_index;       /* i32 [M] */
+  H3Array residual;         /* bf16 [M, N]; data NULL: out holds the residual (in place) */
+  H3Array out;              /* bf16 [M, N]; may be residual itself, nothing else may overlap */
+  H3Array act_q;            /* u8 [M, K/2], optional (GPU: with act_sf or not at all) */
+  H3Array act_sf;           /* u8 [M, K/16] linear, optional */
+  H3Array ready_flags;      /* GPU: u8 [h3_ready_flag_bytes(M)], optional (else stream-ordered) */
+  int32_t sm90_emulation;   /* GPU, sm_90 only: 0 faithful, 1 fast */
+  int32_t cpu_gemm;         /* CPU: 0 fast f32 (Eigen), 1 exact accumulator */
+  int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
+  int32_t reserved1;
+} H3OutProjArgs;
+
+int32_t h3_capi_version(void);
+
+/* The message of this thread's last failed call ("" if none). */
+const char* h3_last_error(void);
+
+/* The fused op on `stream` (a cudaStream_t / CUstream; NULL = the legacy default stream). */
+int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream);
+
+/* The emulator (OpenMP threads; calls are serialized on its scratch). */
+int32_t h3_out_proj_cpu(const H3OutProjArgs* args);
+
+/* Bytes of the GPU op's per-call ready-flag workspace for m rows (a multiple of 16). */
+int64_t h3_ready_flag_bytes(int64_t m);
+
+/* Bytes of the 128x4-swizzled weight scales for an [n, k] weight: round_up(n,128) *
+ * round_up(k/16,4) (contract section 4). */
+int64_t h3_swizzled_scale_bytes(int64_t n, int64_t k);
+
+/* The GPU build that runs on `device` (-1: current) for that sm90_emulation, into buf
+ * (NUL-terminated, truncated to buf_len). Fails with H3_UNIMPLEMENTED / H3_INTERNAL where no
+ * supported CUDA device is. */
+int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64_t buf_len);
+
+/* quantize_minimax_h3_o_weight_nvfp4 (contract section 5) on the CPU: weight [N, K] (bf16 bit
+ * patterns, or f32 when weight_is_f32), q [N, K/2], sf h3_swizzled_scale_bytes(N, K) bytes. */
+int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
+                               H3Array* sf, float* global_scale);
+
+/* The contract's set of admissible `out` values (section 8; emulator/check.h ComputeOutEnvelope)
+ * for the rows `rows[0..nrows)` (nrows == 0: all M rows), host memory: lo, hi [rows, N] bf16 bit
+ * patterns (the closed interval in the bf16 total order), exact [rows, N] (1 where the bound is
+ * 0). args->out, act_q, act_sf and ready_flags are ignored. */
+int32_t h3_out_envelope_cpu(const H3OutProjArgs* args, const int64_t* rows, int64_t nrows,
+                            uint16_t* lo, uint16_t* hi, uint8_t* exact);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* H3_PYTHON_NATIVE_CAPI_H_ */

@@ -1,0 +1,463 @@
+"""CPU tests of the Python package minimax_h3_nvfp4 (NumPy only: the emulator backend).
+
+Runs under `./bazelw test //python:api_test` (system python3 + python3-numpy) or directly:
+    PYTHONPATH=DIR python3 python/tests/api_test.py      (DIR: an installed package)
+Goldens: testdata/ (testdata/README.md), found beside this file's checkout or through
+$H3_TESTDATA.
+"""
+
+import inspect
+import os
+import sys
+import unittest
+
+try:
+    import numpy as np
+except ImportError:
+    # Bazel runs py_test with the first python3 on PATH; where that one lacks NumPy (a pyenv
+    # interpreter, say), re-run under the system's, which has Debian's python3-numpy (./bazelw
+    # installs it).
+    if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != \
+            os.path.realpath("/usr/bin/python3") and not os.environ.get("H3_REEXEC"):
+        os.environ["H3_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
+    raise
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if os.environ.get("TEST_SRCDIR"):
+    # Under Bazel the package sits in runfiles/<workspace>/python/ (tests/..), beside its .so;
+    # make sure it wins over the runfiles root's `minimax_h3_nvfp4` directory (the workspace has
+    # the package's name). Elsewhere the installed package comes from PYTHONPATH.
+    sys.path.insert(0, os.path.dirname(_HERE))
+
+import minimax_h3_nvfp4  # noqa: E402
+from minimax_h3_nvfp4 import bf16  # noqa: E402
+from minimax_h3_nvfp4 import calibration  # noqa: E402
+from minimax_h3_nvfp4 import testing  # noqa: E402
+from minimax_h3_nvfp4.diffusion_ops import (  # noqa: E402
+    minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+
+OP = "minimax_h3_nvfp4_out_proj"
+ARGS = ("attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale", "act_global_scale",
+        "gate", "gate_index", "residual")
+
+
+def testdata_dir():
+    for d in (os.environ.get("H3_TESTDATA"),
+              os.path.join(os.path.dirname(os.path.dirname(_HERE)), "testdata")):
+        if d and os.path.exists(os.path.join(d, "op_exact_out.npy")):
+            return d
+    raise unittest.SkipTest("testdata/ not found (set H3_TESTDATA)")
+
+
+def load_op_case(case):
+    d = testdata_dir()
+    names = ARGS + ("out", "act_q", "act_sf")
+    return {n: np.load(os.path.join(d, "%s_%s.npy" % (case, n))) for n in names}
+
+
+def inputs(c):
+    return [c[n] for n in ARGS]
+
+
+def random_case(m=300, n=256, k=512, g=3, seed=0, outliers=True):
+    """Random data: Gaussian activations with outlier channels, a quantized Gaussian weight,
+    gate indices including out-of-range ones."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    if outliers:
+        x[:, rng.choice(k, 8, replace=False)] *= 40.0
+    attn_out = bf16.from_float32(x)
+    w = bf16.from_float32(rng.standard_normal((n, k), dtype=np.float32) * 0.05)
+    q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w)
+    gate = bf16.from_float32(rng.standard_normal((g, n), dtype=np.float32))
+    gate_index = rng.integers(-1, g + 1, m).astype(np.int32)
+    residual = bf16.from_float32(rng.standard_normal((m, n), dtype=np.float32))
+    act_gs = calibration.act_global_scale(attn_out)
+    return [attn_out, q, sf, gs, act_gs, gate, gate_index, residual]
+
+
+class SignatureTest(unittest.TestCase):
+    """FlashInfer's documented signatures are a prefix of ours; the extras are keyword-only with
+    defaults."""
+
+    def test_out_proj(self):
+        params = list(inspect.signature(minimax_h3_nvfp4_out_proj).parameters.values())
+        seed = [(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty)
+                for n in ARGS] + [(n, inspect.Parameter.KEYWORD_ONLY, None)
+                                  for n in ("out", "act_q", "act_sf")]
+        got = [(p.name, p.kind, p.default) for p in params]
+        self.assertEqual(got[:len(seed)], seed)
+        self.assertEqual(got[len(seed):],
+                         [("sm90_emulation", inspect.Parameter.KEYWORD_ONLY, "faithful"),
+                          ("cpu_gemm", inspect.Parameter.KEYWORD_ONLY, "fast")])
+
+    def test_quantizer(self):
+        params = list(inspect.signature(quantize_minimax_h3_o_weight_nvfp4).parameters.values())
+        self.assertEqual([(p.name, p.kind, p.default) for p in params],
+                         [("weight", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           inspect.Parameter.empty)])
+
+    def test_module_path(self):
+        import minimax_h3_nvfp4.diffusion_ops as ops
+        self.assertIs(ops.minimax_h3_nvfp4_out_proj, minimax_h3_nvfp4.minimax_h3_nvfp4_out_proj)
+        self.assertTrue(os.path.exists(minimax_h3_nvfp4.library_path()))
+
+
+class GoldenOpTest(unittest.TestCase):
+    """The NumPy path against testdata/'s independent goldens."""
+
+    def check_case(self, case, gemm, exact_out):
+        c = load_op_case(case)
+        act_q = np.full_like(c["act_q"], 0xAB)
+        act_sf = np.full_like(c["act_sf"], 0xCD)
+        out = minimax_h3_nvfp4_out_proj(*inputs(c), act_q=act_q, act_sf=act_sf, cpu_gemm=gemm)
+        self.assertEqual(out.dtype, np.uint16)
+        self.assertEqual(out.shape, c["out"].shape)
+        np.testing.assert_array_equal(act_q, c["act_q"])
+        np.testing.assert_array_equal(act_sf, c["act_sf"])
+        if exact_out:
+            np.testing.assert_array_equal(out, c["out"])
+        lo, hi, _ = testing.out_envelope(*inputs(c))
+        bad, first = testing.check_out(out, lo, hi)
+        self.assertEqual(bad, 0, first)
+
+    def test_exact_data_both_gemms(self):
+        # op_exact: every partial sum is exact, so out is bit-exact for any summation order.
+        self.check_case("op_exact", "fast", True)
+        self.check_case("op_exact", "exact", True)
+
+    def test_entropy(self):
+        # op_entropy: out.npy is the epilogue of the correctly rounded exact accumulator, which
+        # the exact path computes; the fast path is held to the contract's bound.
+        self.check_case("op_entropy", "exact", True)
+        self.check_case("op_entropy", "fast", False)
+
+    def test_envelope_is_a_point_on_exact_data(self):
+        c = load_op_case("op_exact")
+        lo, hi, exact = testing.out_envelope(*inputs(c))
+        np.testing.assert_array_equal(lo, c["out"])
+        np.testing.assert_array_equal(hi, c["out"])
+        self.assertTrue(exact.all())
+        lo2, hi2, _ = testing.out_envelope(*inputs(c), rows=[36, 0])
+        np.testing.assert_array_equal(lo2, c["out"][[36, 0]])
+
+    def test_scalars_as_python_floats(self):
+        c = load_op_case("op_exact")
+        args = inputs(c)
+        args[3] = float(c["o_weight_global_scale"][0])
+        args[4] = float(c["act_global_scale"][0])
+        np.testing.assert_array_equal(minimax_h3_nvfp4_out_proj(*args), c["out"])
+
+    def test_fp8_scale_bytes(self):
+        if ml_dtypes is None:
+            self.skipTest("ml_dtypes is not installed")
+        c = load_op_case("op_exact")
+        args = inputs(c)
+        args[2] = args[2].view(ml_dtypes.float8_e4m3fn)
+        np.testing.assert_array_equal(minimax_h3_nvfp4_out_proj(*args), c["out"])
+
+    def test_ml_dtypes_bfloat16(self):
+        if ml_dtypes is None:
+            self.skipTest("ml_dtypes is not installed")
+        c = load_op_case("op_exact")
+        args = inputs(c)
+        for i in (0, 5, 7):
+            args[i] = args[i].view(ml_dtypes.bfloat16)
+        out = minimax_h3_nvfp4_out_proj(*args)
+        self.assertEqual(out.dtype, ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(out.view(np.uint16), c["out"])
+
+    def test_rows_with_out_of_range_index_are_the_residual(self):
+        c = load_op_case("op_exact")
+        out = minimax_h3_nvfp4_out_proj(*inputs(c))
+        outside = (c["gate_index"] < 0) | (c["gate_index"] >= c["gate"].shape[0])
+        self.assertTrue(outside.any())
+        np.testing.assert_array_equal(out[outside], c["residual"][outside])
+
+
+class BuffersTest(unittest.TestCase):
+    """out=, in-place residual, the act_q / act_sf workspaces, M = 0."""
+
+    def test_out_is_filled_and_returned(self):
+        c = load_op_case("op_exact")
+        out = np.full_like(c["out"], 0x1234)
+        got = minimax_h3_nvfp4_out_proj(*inputs(c), out=out)
+        self.assertIs(got, out)
+        np.testing.assert_array_equal(out, c["out"])
+
+    def test_in_place_residual(self):
+        c = load_op_case("op_entropy")
+        want = minimax_h3_nvfp4_out_proj(*inputs(c), cpu_gemm="exact")
+        args = inputs(c)
+        residual = args[7].copy()
+        args[7] = residual
+        got = minimax_h3_nvfp4_out_proj(*args, out=residual, cpu_gemm="exact")
+        self.assertIs(got, residual)
+        np.testing.assert_array_equal(residual, want)
+        np.testing.assert_array_equal(residual, c["out"])
+
+    def test_workspaces_alone_or_together(self):
+        c = load_op_case("op_entropy")
+        act_q = np.zeros_like(c["act_q"])
+        minimax_h3_nvfp4_out_proj(*inputs(c), act_q=act_q)
+        np.testing.assert_array_equal(act_q, c["act_q"])
+        act_sf = np.zeros_like(c["act_sf"])
+        minimax_h3_nvfp4_out_proj(*inputs(c), act_sf=act_sf)
+        np.testing.assert_array_equal(act_sf, c["act_sf"])
+
+    def test_m_zero(self):
+        c = load_op_case("op_exact")
+        args = inputs(c)
+        args[0] = args[0][:0]
+        args[6] = args[6][:0]
+        args[7] = args[7][:0]
+        out = minimax_h3_nvfp4_out_proj(*args)
+        self.assertEqual(out.shape, (0, 128))
+
+    def test_random_data_fast_and_exact_paths(self):
+        args = random_case()
+        aq = [np.empty((300, 256), np.uint8) for _ in range(2)]
+        asf = [np.empty((300, 32), np.uint8) for _ in range(2)]
+        fast = minimax_h3_nvfp4_out_proj(*args, act_q=aq[0], act_sf=asf[0])
+        exact = minimax_h3_nvfp4_out_proj(*args, act_q=aq[1], act_sf=asf[1], cpu_gemm="exact")
+        np.testing.assert_array_equal(aq[0], aq[1])
+        np.testing.assert_array_equal(asf[0], asf[1])
+        lo, hi, _ = testing.out_envelope(*args)
+        for out in (fast, exact):
+            bad, first = testing.check_out(out, lo, hi)
+            self.assertEqual(bad, 0, first)
+        gi = args[6]
+        outside = (gi < 0) | (gi >= 3)
+        np.testing.assert_array_equal(fast[outside], args[7][outside])
+
+
+class WeightQuantizerTest(unittest.TestCase):
+    """quantize_minimax_h3_o_weight_nvfp4 against testdata's section-5 goldens, bit for bit."""
+
+    def test_goldens(self):
+        d = testdata_dir()
+        for case in ("weight_bf16_gauss", "weight_bf16_k48", "weight_bf16_zero",
+                     "weight_f32_heavy", "weight_f32_tiny"):
+            with self.subTest(case=case):
+                g = {x: np.load(os.path.join(d, "%s_%s.npy" % (case, x)))
+                     for x in ("w", "q", "sf", "gs")}
+                q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(g["w"])
+                self.assertEqual((q.dtype, sf.dtype, gs.dtype),
+                                 (np.dtype(np.uint8), np.dtype(np.uint8), np.dtype(np.float32)))
+                np.testing.assert_array_equal(q, g["q"])
+                np.testing.assert_array_equal(sf, g["sf"])
+                np.testing.assert_array_equal(gs.view(np.uint32), g["gs"].view(np.uint32))
+
+    def test_ml_dtypes_weight(self):
+        if ml_dtypes is None:
+            self.skipTest("ml_dtypes is not installed")
+        g = np.load(os.path.join(testdata_dir(), "weight_bf16_gauss_w.npy"))
+        q, _, _ = quantize_minimax_h3_o_weight_nvfp4(g.view(ml_dtypes.bfloat16))
+        np.testing.assert_array_equal(
+            q, np.load(os.path.join(testdata_dir(), "weight_bf16_gauss_q.npy")))
+
+
+class Bf16Test(unittest.TestCase):
+
+    def test_against_golden_conversions(self):
+        d = testdata_dir()
+        x = np.load(os.path.join(d, "formats_bf16_in.npy"))
+        want = np.load(os.path.join(d, "formats_bf16_out.npy"))
+        np.testing.assert_array_equal(bf16.from_float32(x), want)
+
+    def test_round_trip_and_order(self):
+        b = np.arange(0, 1 << 16, dtype=np.uint32).astype(np.uint16)
+        finite = ~np.isnan(bf16.to_float32(b))
+        np.testing.assert_array_equal(bf16.from_float32(bf16.to_float32(b))[finite], b[finite])
+        keys = bf16.order_key(np.array([0xFFFF, 0xFF80, 0x8000, 0x0000, 0x7F80, 0x7FFF],
+                                       np.uint16))
+        self.assertTrue((np.diff(keys) > 0).all())
+
+    def test_calibration(self):
+        x = bf16.from_float32(np.array([[1.5, -3.0], [0.25, 2.0]], np.float32))
+        np.testing.assert_array_equal(calibration.act_global_scale(x),
+                                      np.array([np.float32(2688) / np.float32(3)], np.float32))
+        np.testing.assert_array_equal(calibration.act_global_scale(np.zeros((2, 2), np.uint16)),
+                                      np.array([1.0], np.float32))
+
+
+class ErrorTest(unittest.TestCase):
+    """Every bad input raises the right class, in the C++ validation's wording, before anything
+    is written."""
+
+    def setUp(self):
+        self.c = load_op_case("op_exact")
+        self.out = np.full_like(self.c["out"], 0x5A5A)
+        self.act_q = np.full_like(self.c["act_q"], 0x11)
+        self.act_sf = np.full_like(self.c["act_sf"], 0x22)
+
+    def call(self, exc, pattern, replace=None, **kw):
+        args = inputs(self.c)
+        for i, v in (replace or {}).items():
+            args[ARGS.index(i)] = v
+        kw.setdefault("out", self.out)
+        kw.setdefault("act_q", self.act_q)
+        kw.setdefault("act_sf", self.act_sf)
+        with self.assertRaisesRegex(exc, pattern) as cm:
+            minimax_h3_nvfp4_out_proj(*args, **kw)
+        # Nothing written.
+        self.assertTrue((self.out == 0x5A5A).all())
+        self.assertTrue((self.act_q == 0x11).all())
+        self.assertTrue((self.act_sf == 0x22).all())
+        return str(cm.exception)
+
+    def test_type_errors(self):
+        c = self.c
+        self.call(TypeError, r"^%s: attn_out must be a torch.Tensor or a numpy.ndarray, got list$"
+                  % OP, {"attn_out": c["attn_out"].tolist()})
+        self.call(TypeError, r"^%s: attn_out must be of dtype bfloat16 \(uint16 bit patterns or "
+                  r"ml_dtypes.bfloat16\), got float32$" % OP,
+                  {"attn_out": c["attn_out"].astype(np.float32)})
+        self.call(TypeError, r"^%s: gate_index must be of dtype int32, got int64$" % OP,
+                  {"gate_index": c["gate_index"].astype(np.int64)})
+        self.call(TypeError, r"o_weight_q must be of dtype uint8, got int8",
+                  {"o_weight_q": c["o_weight_q"].view(np.int8)})
+        self.call(TypeError, r"act_global_scale must be of dtype float32, got float64",
+                  {"act_global_scale": c["act_global_scale"].astype(np.float64)})
+        self.call(TypeError, r"o_weight_global_scale must be a float or a float32 numpy.ndarray "
+                  r"of one element, got str", {"o_weight_global_scale": "1.0"})
+        self.call(TypeError, r"residual must be a numpy.ndarray \(like attn_out\), got list",
+                  {"residual": [1, 2]})
+        self.call(TypeError, r"out must be of dtype bfloat16 .*, got float32",
+                  out=np.zeros((37, 128), np.float32))
+        self.call(TypeError, r"sm90_emulation must be 'faithful' or 'fast', got int",
+                  sm90_emulation=1)
+
+    def test_value_errors_shapes(self):
+        c = self.c
+        msg = self.call(ValueError, "residual", {"residual": c["residual"][:, :64].copy()})
+        self.assertEqual(msg, "%s: residual must have shape [M, N] = [37, 128], got [37, 64]" % OP)
+        self.call(ValueError, r"^%s: gate must have shape \[G, N\] = \[9, 128\], got \[9, 64\]$"
+                  % OP, {"gate": c["gate"][:, :64].copy()})
+        self.call(ValueError, r"gate_index must have shape \[M\] = \[37\], got \[36\]",
+                  {"gate_index": c["gate_index"][:36].copy()})
+        self.call(ValueError, r"o_weight_sf must be round_up\(N,128\) \* round_up\(K/16,4\) = "
+                  r"2048 bytes \(N = 128, K = 256\), got 1024 bytes",
+                  {"o_weight_sf": c["o_weight_sf"][:64].copy()})
+        self.call(ValueError, r"^%s: attn_out must be 2-D \[M, K\], got shape \[9472\]$" % OP,
+                  {"attn_out": c["attn_out"].reshape(-1)})
+        self.call(ValueError, r"^%s: shape.k: expected a positive multiple of 64, got 96$" % OP,
+                  {"attn_out": c["attn_out"][:, :96].copy()})
+        self.call(ValueError, r"out must have shape \[M, N\] = \[37, 128\], got \[37, 127\]",
+                  out=np.zeros((37, 127), np.uint16))
+        self.call(ValueError, r"act_q must have shape \[M, K/2\] = \[37, 128\], got \[37, 64\]",
+                  act_q=np.zeros((37, 64), np.uint8))
+        self.call(ValueError, r"act_global_scale must be one float32 \(\[1\] or a scalar\), "
+                  r"got shape \[2\]", {"act_global_scale": np.ones(2, np.float32)})
+
+    def test_value_errors_values(self):
+        c = self.c
+        self.call(ValueError, r"^%s: act_global_scale: expected a finite value > 0, got 0" % OP,
+                  {"act_global_scale": np.zeros(1, np.float32)})
+        self.call(ValueError, r"act_global_scale: expected a finite value > 0, got nan",
+                  {"act_global_scale": np.full(1, np.nan, np.float32)})
+        self.call(ValueError, r"o_weight_global_scale: expected a finite value > 0, got -1",
+                  {"o_weight_global_scale": -1.0})
+        self.call(ValueError, r"sm90_emulation must be 'faithful' or 'fast', got 'bogus'",
+                  sm90_emulation="bogus")
+        self.call(ValueError, r"cpu_gemm must be 'fast' or 'exact', got 'slow'", cpu_gemm="slow")
+
+    def test_value_errors_layout(self):
+        c = self.c
+        wide = np.zeros((37, 512), np.uint16)
+        wide[:, ::2] = c["attn_out"]
+        self.call(ValueError, r"^%s: attn_out must be C-contiguous \(dense, row-major\), got "
+                  r"strides \(1024, 4\)$" % OP, {"attn_out": wide[:, ::2]})
+        self.call(ValueError, r"residual must be C-contiguous",
+                  {"residual": np.ascontiguousarray(c["residual"].T).T})
+        ro = np.zeros_like(self.out)
+        ro.flags.writeable = False
+        with self.assertRaisesRegex(ValueError, r"out must be a writeable array, got a read-only"):
+            minimax_h3_nvfp4_out_proj(*inputs(c), out=ro)
+
+    def test_value_errors_aliasing(self):
+        c = self.c
+        m, n, k = 37, 128, 256
+        # out overlapping an input (not residual).
+        buf = np.zeros(m * k + m * n, np.uint16)
+        attn = buf[:m * k].reshape(m, k)
+        attn[...] = c["attn_out"]
+        msg = self.call(ValueError, "must not overlap", {"attn_out": attn},
+                        out=buf[m * k - 8:m * k - 8 + m * n].reshape(m, n))
+        self.assertRegex(msg, r"^%s: out must not overlap attn_out, got \[0x[0-9a-f]+, "
+                         r"0x[0-9a-f]+\) and \[0x[0-9a-f]+, 0x[0-9a-f]+\)$" % OP)
+        # out overlapping residual without being it.
+        rbuf = np.zeros(m * n + 64, np.uint16)
+        res = rbuf[:m * n].reshape(m, n)
+        res[...] = c["residual"]
+        saved = res.copy()
+        with self.assertRaisesRegex(ValueError, r"out must not overlap residual \(only out == "
+                                    r"residual exactly\)"):
+            minimax_h3_nvfp4_out_proj(*inputs(c)[:7], res, out=rbuf[64:].reshape(m, n))
+        np.testing.assert_array_equal(res, saved)
+        # act_q overlapping act_sf, act_q overlapping an input, act_sf overlapping out.
+        wbuf = np.zeros(m * k // 2 + m * k // 16, np.uint8)
+        self.call(ValueError, r"act_q must not overlap act_sf",
+                  act_q=wbuf[:m * k // 2].reshape(m, k // 2),
+                  act_sf=wbuf[m * k // 2 - 16:m * k // 2 - 16 + m * k // 16].reshape(m, k // 16))
+        self.call(ValueError, r"act_q must not overlap o_weight_q",
+                  act_q=c["o_weight_q"][:37])
+        obuf = np.zeros(m * n * 2, np.uint8)
+        self.call(ValueError, r"out must not overlap act_sf", out=obuf.view(np.uint16).reshape(m, n),
+                  act_sf=obuf[:m * k // 16].reshape(m, k // 16))
+
+    def test_quantizer_errors(self):
+        with self.assertRaisesRegex(TypeError, r"^quantize_minimax_h3_o_weight_nvfp4: weight must "
+                                    r"be a bfloat16 .* or float32 array, got float16$"):
+            quantize_minimax_h3_o_weight_nvfp4(np.zeros((4, 64), np.float16))
+        with self.assertRaisesRegex(TypeError, r"weight must be a torch.Tensor or a "
+                                    r"numpy.ndarray, got list"):
+            quantize_minimax_h3_o_weight_nvfp4([[1.0]])
+        with self.assertRaisesRegex(ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight "
+                                    r"must be 2-D \[N, K\], got shape \[64\]$"):
+            quantize_minimax_h3_o_weight_nvfp4(np.zeros(64, np.float32))
+        with self.assertRaisesRegex(ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight k: "
+                                    r"expected a positive multiple of 16, got 40$"):
+            quantize_minimax_h3_o_weight_nvfp4(np.zeros((4, 40), np.float32))
+        w = np.zeros((4, 64), np.float32)
+        w[1, 3] = np.inf
+        with self.assertRaisesRegex(ValueError, r"weight\[1, 3\]: expected a finite value, "
+                                    r"got inf"):
+            quantize_minimax_h3_o_weight_nvfp4(w)
+        with self.assertRaisesRegex(ValueError, r"weight: amax = .* makes the global scale "
+                                    r"2688/amax overflow f32"):  # OutOfRange -> ValueError
+            quantize_minimax_h3_o_weight_nvfp4(np.full((4, 64), 1e-38, np.float32))
+
+    def test_gpu_backend_name(self):
+        # Here (no CUDA device) a RuntimeError with CUDA's message; on a GPU machine, the name.
+        try:
+            name = minimax_h3_nvfp4.backend_name()
+        except RuntimeError as e:
+            self.assertRegex(str(e), r"^%s: .*failed: cuda\w+ \(.+\)$|has compute capability"
+                             % OP)
+        else:
+            self.assertRegex(name, r"^sm_")
+
+
+class NoTorchTest(unittest.TestCase):
+
+    def test_module_needs_torch(self):
+        if HAVE_TORCH:
+            self.skipTest("torch is installed")
+        with self.assertRaises(ImportError):
+            minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj  # noqa: B018
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,538 @@
+"""GPU tests of the Python package minimax_h3_nvfp4 (torch + a CUDA device: sm_90 or SM12x).
+
+    PYTHONPATH=DIR python3 python/tests/gpu_test.py [-k PATTERN]     (DIR: an installed package)
+
+python/tests/run_gpu_tests.sh runs these with the CPU tests and the example. The reference is
+the CPU path of the same package (the bit-exact emulator) and the contract's envelope of
+admissible outputs (minimax_h3_nvfp4.testing, emulator/check.h through the C ABI):
+  - exact data (every partial sum exact in f32): out, act_q, act_sf bit-identical to the emulator;
+  - random data: act_q, act_sf bit-identical, out inside the contract's per-element bound;
+then out=, in-place residual, act_q/act_sf, CUDA graph capture from the first call of a fresh
+process (replay == eager, bit for bit), two streams at once, torch.compile(fullgraph=True), the
+nn.Module, and every error path (incl. cpu-vs-cuda device mismatches). Both sm_90 emulations
+run where the device is sm_90.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+import numpy as np
+import torch
+
+import minimax_h3_nvfp4
+from minimax_h3_nvfp4 import _native, bf16, calibration, testing
+from minimax_h3_nvfp4.diffusion_ops import (
+    minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
+
+OP = "minimax_h3_nvfp4_out_proj"
+ARGS = ("attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale", "act_global_scale",
+        "gate", "gate_index", "residual")
+HERE = os.path.dirname(os.path.abspath(__file__))
+HAVE_CUDA = torch.cuda.is_available()
+DEV = torch.device("cuda", 0)
+
+
+def emulations():
+    """The sm90_emulation values that mean something here (both on sm_90, one elsewhere)."""
+    if HAVE_CUDA and torch.cuda.get_device_capability(0) == (9, 0):
+        return ("faithful", "fast")
+    return ("faithful",)
+
+
+def testdata_dir():
+    for d in (os.environ.get("H3_TESTDATA"), os.path.join(HERE, "..", "..", "testdata")):
+        if d and os.path.exists(os.path.join(d, "op_exact_out.npy")):
+            return d
+    raise unittest.SkipTest("testdata/ not found (set H3_TESTDATA)")
+
+
+def load_golden(case):
+    d = testdata_dir()
+    return {n: np.load(os.path.join(d, "%s_%s.npy" % (case, n)))
+            for n in ARGS + ("out", "act_q", "act_sf")}
+
+
+def to_torch(a, device=DEV):
+    """NumPy -> torch on `device`; uint16 arrays are bf16 bit patterns."""
+    a = np.ascontiguousarray(a)
+    if a.dtype == np.uint16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to(device)
+    return torch.from_numpy(a).to(device)
+
+
+def bits(t):
+    """Host NumPy bit patterns of a tensor (bf16 -> uint16)."""
+    return testing.to_numpy(t)
+
+
+def np_args(case):
+    return [case[n] for n in ARGS]
+
+
+def gpu_args(np_list, device=DEV):
+    return [to_torch(a, device) for a in np_list]
+
+
+def exact_case(m, n=5376, k=7168, g=9, seed=0):
+    """Exact data at the MiniMax-H3 shape: activations and weights are e2m1 grid values with a
+    +-6 in every 16-block, act_gs = 1 (activation scales 1.0, codes exact), w_gs = 2688/6 = 448
+    (weight scales 448). Then every product is a multiple of 2^4 and sum |p| <= K*36*448 < 2^28:
+    every partial sum is exact in f32 (contract section 8), out is unique."""
+    rng = np.random.default_rng(seed)
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32)
+
+    def e2m1_blocks(rows, cols):
+        v = grid[rng.integers(0, 8, (rows, cols))] * rng.choice(
+            np.array([-1, 1], np.float32), (rows, cols))
+        blocks = v.reshape(rows, cols // 16, 16)
+        pos = rng.integers(0, 16, (rows, cols // 16))
+        blocks[np.arange(rows)[:, None], np.arange(cols // 16)[None, :], pos] = 6.0 * rng.choice(
+            np.array([-1, 1], np.float32), (rows, cols // 16))
+        return blocks.reshape(rows, cols)
+
+    attn_out = bf16.from_float32(e2m1_blocks(m, k))
+    w = bf16.from_float32(e2m1_blocks(n, k))
+    q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w)
+    assert gs[0] == np.float32(448.0), gs
+    gate = bf16.from_float32(rng.standard_normal((g, n), dtype=np.float32))
+    gate_index = rng.integers(-2, g + 2, m).astype(np.int32)
+    residual = bf16.from_float32(rng.standard_normal((m, n), dtype=np.float32))
+    return [attn_out, q, sf, gs, np.ones(1, np.float32), gate, gate_index, residual]
+
+
+def random_case(m, n=5376, k=7168, g=9, seed=1):
+    """Gaussian activations with outlier channels (x40), a quantized Gaussian weight, a
+    calibrated act_gs, gate indices including out-of-range ones."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    x[:, rng.choice(k, 16, replace=False)] *= 40.0
+    attn_out = bf16.from_float32(x)
+    w = bf16.from_float32(rng.standard_normal((n, k), dtype=np.float32) * 0.02)
+    q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w)
+    gate = bf16.from_float32(rng.standard_normal((g, n), dtype=np.float32))
+    gate_index = rng.integers(-1, g + 1, m).astype(np.int32)
+    residual = bf16.from_float32(rng.standard_normal((m, n), dtype=np.float32))
+    return [attn_out, q, sf, gs, calibration.act_global_scale(attn_out), gate, gate_index,
+            residual]
+
+
+def cpu_reference(np_list, gemm="exact"):
+    """The emulator's (out, act_q, act_sf) through the package's NumPy path."""
+    m, k = np_list[0].shape
+    act_q = np.empty((m, k // 2), np.uint8)
+    act_sf = np.empty((m, k // 16), np.uint8)
+    out = minimax_h3_nvfp4_out_proj(*np_list, act_q=act_q, act_sf=act_sf, cpu_gemm=gemm)
+    return out, act_q, act_sf
+
+
+def gpu_run(t_list, emulation="faithful", **kw):
+    m, k = t_list[0].shape
+    act_q = torch.empty((m, k // 2), dtype=torch.uint8, device=DEV)
+    act_sf = torch.empty((m, k // 16), dtype=torch.uint8, device=DEV)
+    out = minimax_h3_nvfp4_out_proj(*t_list, act_q=act_q, act_sf=act_sf,
+                                    sm90_emulation=emulation, **kw)
+    torch.cuda.synchronize()
+    return bits(out), bits(act_q), bits(act_sf)
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class GoldenTest(unittest.TestCase):
+    """testdata/'s goldens (N = 128, K = 256 / 512: shapes the kernel takes)."""
+
+    def test_op_exact(self):
+        c = load_golden("op_exact")
+        for emu in emulations():
+            with self.subTest(emulation=emu):
+                out, act_q, act_sf = gpu_run(gpu_args(np_args(c)), emu)
+                np.testing.assert_array_equal(act_q, c["act_q"])
+                np.testing.assert_array_equal(act_sf, c["act_sf"])
+                np.testing.assert_array_equal(out, c["out"])
+
+    def test_op_entropy(self):
+        c = load_golden("op_entropy")
+        lo, hi, _ = testing.out_envelope(*np_args(c))
+        for emu in emulations():
+            with self.subTest(emulation=emu):
+                out, act_q, act_sf = gpu_run(gpu_args(np_args(c)), emu)
+                np.testing.assert_array_equal(act_q, c["act_q"])
+                np.testing.assert_array_equal(act_sf, c["act_sf"])
+                bad, first = testing.check_out(out, lo, hi)
+                self.assertEqual(bad, 0, first)
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class H3ShapeTest(unittest.TestCase):
+    """N = 5376, K = 7168, G = 9 against the CPU path of the same package."""
+
+    def test_exact_data_bit_exact(self):
+        for m in (1, 300):
+            case = exact_case(m, seed=m)
+            lo, hi, exact = testing.out_envelope(*case, rows=[0, m - 1])
+            self.assertTrue(exact.all(), "the exact case does not hold: fix exact_case")
+            want = cpu_reference(case)
+            t = gpu_args(case)
+            for emu in emulations():
+                with self.subTest(m=m, emulation=emu):
+                    got = gpu_run(t, emu)
+                    for name, w, g in zip(("out", "act_q", "act_sf"), want, got):
+                        np.testing.assert_array_equal(g, w, err_msg=name)
+
+    def test_random_data_within_bound(self):
+        m = 1000
+        case = random_case(m)
+        want_out, want_q, want_sf = cpu_reference(case, gemm="fast")
+        rows = [0, 1, 127, 128, 129, 500, 998, 999]
+        lo, hi, _ = testing.out_envelope(*case, rows=rows)
+        outside = (case[6] < 0) | (case[6] >= 9)
+        t = gpu_args(case)
+        for emu in emulations():
+            with self.subTest(emulation=emu):
+                out, act_q, act_sf = gpu_run(t, emu)
+                np.testing.assert_array_equal(act_q, want_q)
+                np.testing.assert_array_equal(act_sf, want_sf)
+                bad, first = testing.check_out(out, lo, hi, rows=rows)
+                self.assertEqual(bad, 0, first)
+                np.testing.assert_array_equal(out[outside], case[7][outside])
+
+    def test_torch_cpu_tensors_run_the_emulator(self):
+        case = exact_case(37, seed=5)
+        want = minimax_h3_nvfp4_out_proj(*case)
+        got = minimax_h3_nvfp4_out_proj(*gpu_args(case, torch.device("cpu")))
+        self.assertEqual(got.device.type, "cpu")
+        np.testing.assert_array_equal(bits(got), want)
+
+    def test_scale_as_float_or_tensor(self):
+        case = exact_case(64, seed=6)
+        t = gpu_args(case)
+        a = bits(minimax_h3_nvfp4_out_proj(*t))
+        t[3] = float(case[3][0])
+        b = bits(minimax_h3_nvfp4_out_proj(*t))
+        np.testing.assert_array_equal(a, b)
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class BuffersTest(unittest.TestCase):
+
+    def setUp(self):
+        self.case = exact_case(200, seed=7)
+        self.t = gpu_args(self.case)
+        self.want = cpu_reference(self.case)
+
+    def test_out_given(self):
+        out = torch.full((200, 5376), 7.0, dtype=torch.bfloat16, device=DEV)
+        got = minimax_h3_nvfp4_out_proj(*self.t, out=out)
+        self.assertIs(got, out)
+        np.testing.assert_array_equal(bits(out), self.want[0])
+
+    def test_in_place_residual(self):
+        for emu in emulations():
+            with self.subTest(emulation=emu):
+                t = list(self.t)
+                t[7] = self.t[7].clone()
+                got = minimax_h3_nvfp4_out_proj(*t, out=t[7], sm90_emulation=emu)
+                self.assertIs(got, t[7])
+                np.testing.assert_array_equal(bits(t[7]), self.want[0])
+
+    def test_workspaces(self):
+        act_q = torch.zeros((200, 3584), dtype=torch.uint8, device=DEV)
+        act_sf = torch.zeros((200, 448), dtype=torch.uint8, device=DEV)
+        minimax_h3_nvfp4_out_proj(*self.t, act_q=act_q, act_sf=act_sf)
+        np.testing.assert_array_equal(bits(act_q), self.want[1])
+        np.testing.assert_array_equal(bits(act_sf), self.want[2])
+        if hasattr(torch, "float8_e4m3fn"):
+            sf8 = torch.zeros((200, 448), dtype=torch.float8_e4m3fn, device=DEV)
+            minimax_h3_nvfp4_out_proj(*self.t, act_q=act_q, act_sf=sf8)
+            np.testing.assert_array_equal(bits(sf8), self.want[2])
+
+    def test_m_zero(self):
+        t = list(self.t)
+        t[0], t[6], t[7] = t[0][:0], t[6][:0], t[7][:0]
+        out = minimax_h3_nvfp4_out_proj(*t)
+        self.assertEqual(tuple(out.shape), (0, 5376))
+
+
+_GRAPH_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import torch
+    sys.path.insert(0, sys.argv[1])
+    import gpu_test as T
+    from minimax_h3_nvfp4.diffusion_ops import minimax_h3_nvfp4_out_proj
+
+    emu = sys.argv[2]
+    a = T.gpu_args(T.exact_case(300, seed=11))
+    b = T.gpu_args(T.exact_case(300, seed=12))
+    static = [x.clone() for x in a]
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):   # the op's first call in this process
+        out = minimax_h3_nvfp4_out_proj(*static, sm90_emulation=emu)
+    g.replay()
+    torch.cuda.synchronize()
+    replay_a = T.bits(out).copy()
+    eager_a = T.bits(minimax_h3_nvfp4_out_proj(*a, sm90_emulation=emu))
+    assert (replay_a == eager_a).all(), "replay != eager"
+    for s, x in zip(static, b):
+        s.copy_(x)
+    g.replay()
+    g.replay()
+    torch.cuda.synchronize()
+    eager_b = T.bits(minimax_h3_nvfp4_out_proj(*b, sm90_emulation=emu))
+    assert (T.bits(out) == eager_b).all(), "replay on new inputs != eager"
+    assert not (eager_a == eager_b).all()
+    print("GRAPH_OK")
+""")
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class GraphTest(unittest.TestCase):
+
+    def test_capture_first_call_in_fresh_process(self):
+        for emu in emulations():
+            with self.subTest(emulation=emu):
+                r = subprocess.run([sys.executable, "-c", _GRAPH_SCRIPT, HERE, emu],
+                                   capture_output=True, text=True, timeout=600)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("GRAPH_OK", r.stdout)
+
+    def test_capture_in_place_with_workspaces(self):
+        case = exact_case(129, seed=13)
+        t = gpu_args(case)
+        want = cpu_reference(case)
+        residual = t[7].clone()
+        act_q = torch.empty((129, 3584), dtype=torch.uint8, device=DEV)
+        act_sf = torch.empty((129, 448), dtype=torch.uint8, device=DEV)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            minimax_h3_nvfp4_out_proj(*t[:7], residual, out=residual, act_q=act_q,
+                                      act_sf=act_sf)
+        residual.copy_(t[7])
+        g.replay()
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(bits(residual), want[0])
+        np.testing.assert_array_equal(bits(act_q), want[1])
+        np.testing.assert_array_equal(bits(act_sf), want[2])
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class StreamsTest(unittest.TestCase):
+
+    def test_two_streams_interleaved(self):
+        cases = [exact_case(4096, seed=21), exact_case(4096, seed=22)]
+        inputs = [gpu_args(c) for c in cases]
+        want = [bits(minimax_h3_nvfp4_out_proj(*t)) for t in inputs]
+        self.assertFalse((want[0] == want[1]).all())
+        streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+        for s in streams:
+            s.wait_stream(torch.cuda.current_stream())
+        outs = [[], []]
+        for _ in range(4):
+            for i in (0, 1):
+                with torch.cuda.stream(streams[i]):
+                    outs[i].append(minimax_h3_nvfp4_out_proj(*inputs[i]))
+        torch.cuda.synchronize()
+        for i in (0, 1):
+            for o in outs[i]:
+                np.testing.assert_array_equal(bits(o), want[i])
+        # The exact-data result is also the emulator's.
+        np.testing.assert_array_equal(want[0][:64], cpu_reference(
+            [x[:64] if x.ndim and x.shape[0] == 4096 else x for x in cases[0]])[0])
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class CompileTest(unittest.TestCase):
+
+    def check_backend(self, backend):
+        case = exact_case(256, seed=31)
+        t = gpu_args(case)
+        q, sf, w_gs, act_gs = t[1], t[2], t[3], t[4]
+
+        def block(attn_out, residual, gate, gate_index):
+            h = minimax_h3_nvfp4_out_proj(attn_out, q, sf, w_gs, act_gs, gate, gate_index,
+                                          residual)
+            return h * 2  # something around the op, in the same graph
+
+        torch._dynamo.reset()
+        compiled = torch.compile(block, fullgraph=True, backend=backend)
+        got = compiled(t[0], t[7], t[5], t[6])
+        want = block(t[0], t[7], t[5], t[6])
+        np.testing.assert_array_equal(bits(got), bits(want))
+
+    def test_fullgraph_aot_eager(self):
+        self.check_backend("aot_eager")
+
+    def test_fullgraph_inductor(self):
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            self.skipTest("triton is not installed (inductor needs it)")
+        self.check_backend("inductor")
+
+    def test_module_fullgraph(self):
+        lin = torch.nn.Linear(7168, 5376, bias=False, dtype=torch.bfloat16, device=DEV)
+        sample = torch.randn(64, 7168, dtype=torch.bfloat16, device=DEV)
+        mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj.from_linear(lin, calibration_sample=sample)
+        res = torch.randn(2, 32, 5376, dtype=torch.bfloat16, device=DEV)
+        gate = torch.randn(9, 5376, dtype=torch.bfloat16, device=DEV)
+        idx = torch.randint(0, 9, (2, 32), device=DEV, dtype=torch.int32)
+        x = sample.reshape(2, 32, 7168)
+        torch._dynamo.reset()
+        got = torch.compile(mod, fullgraph=True, backend="aot_eager")(x, res, gate, idx)
+        np.testing.assert_array_equal(bits(got), bits(mod(x, res, gate, idx)))
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class ModuleTest(unittest.TestCase):
+
+    def test_module_matches_functional_and_cpu(self):
+        case = exact_case(96, seed=41)
+        w = to_torch(bf16.from_float32(np.asarray(
+            np.random.default_rng(41).standard_normal((5376, 7168)), np.float32) * 0.02))
+        mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(w, act_global_scale=1.0)
+        self.assertEqual(set(dict(mod.named_buffers())),
+                         {"o_weight_q", "o_weight_sf", "o_weight_global_scale",
+                          "act_global_scale"})
+        q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w)
+        t = gpu_args(case)
+        want = bits(minimax_h3_nvfp4_out_proj(t[0], q, sf, gs, t[4], t[5], t[6], t[7]))
+        got = mod(t[0].reshape(4, 24, 7168), t[7].reshape(4, 24, 5376), t[5],
+                  t[6].reshape(4, 24).long())
+        self.assertEqual(tuple(got.shape), (4, 24, 5376))
+        np.testing.assert_array_equal(bits(got).reshape(96, 5376), want)
+        # The same module on the CPU (the emulator): bit-identical where the data is exact.
+        case2 = exact_case(16, seed=42)
+        cpu_mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
+            to_torch(bf16.from_float32(np.ones((5376, 7168), np.float32)), "cpu"), 1.0)
+        gpu_mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
+            to_torch(bf16.from_float32(np.ones((5376, 7168), np.float32))), 1.0)
+        tc, tg = gpu_args(case2, torch.device("cpu")), gpu_args(case2)
+        np.testing.assert_array_equal(bits(cpu_mod(tc[0], tc[7], tc[5], tc[6])),
+                                      bits(gpu_mod(tg[0], tg[7], tg[5], tg[6])))
+
+    def test_calibration(self):
+        x = torch.randn(128, 7168, dtype=torch.bfloat16, device=DEV)
+        gs = calibration.act_global_scale(x)
+        self.assertEqual(gs.device, x.device)
+        want = calibration.act_global_scale(bits(x))
+        np.testing.assert_array_equal(bits(gs).view(np.uint32), want.view(np.uint32))
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class ErrorTest(unittest.TestCase):
+    """Every bad input raises the right class in the C++ wording before anything is written."""
+
+    def setUp(self):
+        self.case = exact_case(64, seed=51)
+        self.t = gpu_args(self.case)
+        self.out = torch.full((64, 5376), 3.0, dtype=torch.bfloat16, device=DEV)
+
+    def call(self, exc, pattern, replace=None, **kw):
+        t = list(self.t)
+        for name, v in (replace or {}).items():
+            t[ARGS.index(name)] = v
+        kw.setdefault("out", self.out)
+        with self.assertRaisesRegex(exc, pattern) as cm:
+            minimax_h3_nvfp4_out_proj(*t, **kw)
+        torch.cuda.synchronize()
+        self.assertTrue(bool((self.out == 3.0).all()), "out was written")
+        return str(cm.exception)
+
+    def test_type_errors(self):
+        t = self.t
+        self.call(TypeError, r"^%s: attn_out must be of dtype torch.bfloat16, got torch.float16$"
+                  % OP, {"attn_out": t[0].half()})
+        self.call(TypeError, r"gate_index must be of dtype torch.int32, got torch.int64",
+                  {"gate_index": t[6].long()})
+        self.call(TypeError, r"act_global_scale must be a torch.Tensor \(like attn_out\), got "
+                  r"float", {"act_global_scale": 1.0})
+        self.call(TypeError, r"gate must be a torch.Tensor \(like attn_out\), got numpy.ndarray",
+                  {"gate": self.case[5]})
+        self.call(TypeError, r"o_weight_global_scale must be of dtype torch.float32",
+                  {"o_weight_global_scale": t[3].double()})
+
+    def test_device_mismatch(self):
+        t = self.t
+        self.call(ValueError, r"^%s: residual must be on cuda:0 \(the device of attn_out\), got "
+                  r"cpu$" % OP, {"residual": t[7].cpu()})
+        self.call(ValueError, r"act_global_scale must be on cuda:0 \(the device of attn_out\), "
+                  r"got cpu", {"act_global_scale": t[4].cpu()})
+        self.call(ValueError, r"o_weight_q must be on cuda:0", {"o_weight_q": t[1].cpu()})
+        self.call(ValueError, r"out must be on cuda:0", out=self.out.cpu())
+        # CPU inputs with a CUDA tensor among them.
+        c = [x.cpu() for x in t]
+        with self.assertRaisesRegex(ValueError, r"gate must be on cpu \(the device of attn_out\),"
+                                    r" got cuda:0"):
+            minimax_h3_nvfp4_out_proj(*c[:5], t[5], *c[6:])
+
+    def test_shapes_and_layout(self):
+        t = self.t
+        self.call(ValueError, r"^%s: k must be a positive multiple of 256, got 64$" % OP,
+                  {"attn_out": t[0][:, :64].contiguous(), "o_weight_q": t[1][:, :32].contiguous(),
+                   "o_weight_sf": t[2].reshape(-1)[:5376 * 4].contiguous()})
+        self.call(ValueError, r"^%s: n must be a positive multiple of 128, got 64$" % OP,
+                  {"o_weight_q": t[1][:64].contiguous(), "gate": t[5][:, :64].contiguous()})
+        self.call(ValueError, r"residual must have shape \[M, N\] = \[64, 5376\], got "
+                  r"\[64, 5375\]", {"residual": t[7][:, :5375].contiguous()})
+        self.call(ValueError, r"attn_out must be contiguous \(dense, row-major\), got strides",
+                  {"attn_out": t[0].t().contiguous().t()})
+        buf = torch.zeros(64 * 7168 + 1, dtype=torch.bfloat16, device=DEV)
+        mis = buf[1:].view(64, 7168)
+        mis.copy_(t[0])
+        self.call(ValueError, r"^%s: attn_out must be 16-byte aligned, got address" % OP,
+                  {"attn_out": mis})
+
+    def test_aliasing(self):
+        t = self.t
+        big = torch.zeros(64 * 7168 + 64 * 5376, dtype=torch.bfloat16, device=DEV)
+        attn = big[:64 * 7168].view(64, 7168)
+        attn.copy_(t[0])
+        out = big[64 * 7168 - 128:64 * 7168 - 128 + 64 * 5376].view(64, 5376)
+        with self.assertRaisesRegex(ValueError, r"^%s: out must not overlap attn_out, got "
+                                    r"\[0x" % OP):
+            minimax_h3_nvfp4_out_proj(attn, *t[1:], out=out)
+        rbuf = torch.zeros(64 * 5376 + 256, dtype=torch.bfloat16, device=DEV)
+        res = rbuf[:64 * 5376].view(64, 5376)
+        res.copy_(t[7])
+        with self.assertRaisesRegex(ValueError, r"out must not overlap residual \(only out == "
+                                    r"residual exactly\)"):
+            minimax_h3_nvfp4_out_proj(*t[:7], res, out=rbuf[256:].view(64, 5376))
+        np.testing.assert_array_equal(bits(res), self.case[7])
+        ws = torch.zeros(64 * 3584 + 64 * 448, dtype=torch.uint8, device=DEV)
+        self.call(ValueError, r"act_q must not overlap act_sf",
+                  act_q=ws[:64 * 3584].view(64, 3584),
+                  act_sf=ws[64 * 3584 - 64:64 * 3584 - 64 + 64 * 448].view(64, 448))
+        self.call(ValueError, r"act_q and act_sf must both be given or both be null",
+                  act_q=torch.zeros((64, 3584), dtype=torch.uint8, device=DEV))
+
+    def test_runtime_error_with_cuda_message(self):
+        with self.assertRaisesRegex(RuntimeError, r"cudaSetDevice failed: cudaErrorInvalidDevice "
+                                    r"\(invalid device ordinal\)"):
+            minimax_h3_nvfp4.backend_name(device=99)
+        # The op on a device ordinal that does not exist (through the C ABI: the Python wrapper
+        # always passes the tensors' own device).
+        a = _native.new_args()
+        for name, x in zip(ARGS, self.t):
+            setattr(a, name, _native.make_array(x.data_ptr(), tuple(x.shape)))
+        a.out = _native.make_array(self.out.data_ptr(), tuple(self.out.shape))
+        a.device = 99
+        lib = _native.lib()
+        code = lib.h3_out_proj_gpu(ctypes.byref(a), None)
+        self.assertEqual(code, _native.INTERNAL)
+        with self.assertRaisesRegex(RuntimeError, r"^%s: cudaSetDevice failed: "
+                                    r"cudaErrorInvalidDevice" % OP):
+            _native.check(code)
+        torch.cuda.synchronize()
+        self.assertTrue(bool((self.out == 3.0).all()))
+
+    def test_backend_name(self):
+        name = minimax_h3_nvfp4.backend_name()
+        self.assertRegex(name, r"^sm_(90a validation|12\d\w* native)")
+        print("\nbackend:", name, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

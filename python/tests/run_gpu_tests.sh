@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On the GPU machine (torch + CUDA; no Bazel there): the Python package's tests against an installed
+# package, then the example at M = 4096.
+#
+#   python/tests/run_gpu_tests.sh [PKG_DIR]      (default: .dev/py, from the repository root)
+#
+# PKG_DIR holds minimax_h3_nvfp4/ as `./bazelw run //python:install -- PKG_DIR` wrote it (on the
+# build machine). Runs: the CPU tests (api_test.py, NumPy path, now with torch importable), the
+# GPU tests (gpu_test.py), and examples/minimax_h3_block.py on the GPU and the CPU.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+pkg=${1:-$root/.dev/py}
+[[ $pkg == /* ]] || pkg=$PWD/$pkg
+if [[ ! -f $pkg/minimax_h3_nvfp4/libminimax_h3_nvfp4.so ]]; then
+  echo "run_gpu_tests: no installed package in $pkg (./bazelw run //python:install -- DIR)" >&2
+  exit 1
+fi
+export PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH}
+export H3_TESTDATA=$root/testdata
+python3 - <<'PY' || exit 1
+import sys, torch, minimax_h3_nvfp4 as m
+print("python", sys.version.split()[0], "| torch", torch.__version__, "| package",
+      m.library_path())
+if not torch.cuda.is_available():
+    sys.exit("run_gpu_tests: torch sees no CUDA device")
+print("device", torch.cuda.get_device_name(0), "| backend", m.backend_name())
+PY
+
+rc=0
+step() {
+  echo
+  echo "=== $*"
+  "$@" || { echo "=== FAILED: $*"; rc=1; }
+}
+step python3 "$root/python/tests/api_test.py"
+step python3 "$root/python/tests/gpu_test.py"
+step python3 "$root/examples/minimax_h3_block.py" --device cuda --m 4096
+step python3 "$root/examples/minimax_h3_block.py" --device cuda --m 4096 --sm90_emulation fast
+step python3 "$root/examples/minimax_h3_block.py" --device cpu --m 256
+echo
+if ((rc == 0)); then echo "run_gpu_tests: ALL PASSED"; else echo "run_gpu_tests: FAILURES"; fi
+exit "$rc"
