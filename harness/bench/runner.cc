@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "harness/perf_model/model.h"
 
 namespace h3::bench {
 namespace {
@@ -20,7 +21,8 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   const std::string name = c.name;
   const DeviceInfo& d = ctx.device();
   for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
-                        "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy"}) {
+                        "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy",
+                        "model_ms", "model_TFLOPs"}) {
     state.counters[k] = 0;
   }
   state.counters["rotation"] = rotation;
@@ -35,6 +37,21 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
                         : name == "nvfp4_unfused" ? d.peak_nvfp4_tflops
                                                   : d.peak_bf16_tflops;
     if (peak > 0) state.counters["pct_peak_flops"] = 100 * tflops / peak;
+  }
+  // On an SM12x device: the performance model's prediction of this fused time (the current
+  // design on this GPU's SM count, calibrated to the cuBLASLt anchor), so the first SM120 run
+  // shows where the model is wrong. 0 elsewhere: the model has no Hopper MMA.
+  if (name == "fused" && d.prop.major == 12) {
+    if (const perf_model::Hardware* hw =
+            perf_model::Sm120HardwareForSmCount(d.prop.multiProcessorCount)) {
+      perf_model::Problem problem;
+      problem.m = m;
+      const perf_model::Prediction p =
+          perf_model::Predict(*hw, perf_model::CurrentDesign(), problem);
+      const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
+      state.counters["model_TFLOPs"] = p.tflops * factor;
+      state.counters["model_ms"] = p.t_total / factor * 1e3;
+    }
   }
   const double gbps = c.bytes(m) / s / 1e9;
   state.counters["GBps"] = gbps;

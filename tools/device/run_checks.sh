@@ -12,19 +12,20 @@ failures=0
 
 check() {  # check NAME CMD...: runs CMD, prints rc, seconds and the log's verdict line
   local name=$1; shift
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
-  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
-  local verdict=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|FAILED TEST|SWEEP (PASSED|FAILED)|ERROR SUMMARY|cases:|OMMA per' \
+  local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+  local verdict=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|FAILED TEST|SWEEP (PASSED|FAILED)|ERROR SUMMARY|cases:|OMMA per|[Vv]erdict' \
                   "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
   ((rc != 0)) && failures=$((failures + 1))
-  printf '%-28s rc=%-3d %7.1fs  %s\n' "$name" "$rc" "$dt" "$verdict"
+  printf '%-28s rc=%-3d %7d ms  %s\n' "$name" "$rc" "$dt" "$verdict"
 }
 
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,power.limit --format=csv,noheader
 major=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | cut -d. -f1)
 
+check probe             "$B/probe" --backend=gpu --json="$OUT/probe.json"
 check cuda_smoke        "$B/cuda_smoke_test"
 check unit_kernels      "$B/unit_kernels_test"
 check out_proj          "$B/out_proj_test"

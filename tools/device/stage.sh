@@ -14,6 +14,7 @@ targets=(
   //harness:op
   //harness:quantize_weight
   //harness/bench:bench
+  //harness/probe:probe
   //kernels:out_proj_kernel
 )
 ./bazelw build -c opt "${targets[@]}"

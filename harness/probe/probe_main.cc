@@ -1,0 +1,101 @@
+// The first-contact probe of an SM120 device: does the block-scaled mma.sync read A, B, SFA and
+// SFB where docs/contract.md section 7 says, does it accumulate within section 8, does the e2m1
+// conversion follow section 2? One line per check group, the first failures in contract terms
+// (register, lane, nibble, scale byte), measurements, and a verdict that tells a layout bug from
+// an accumulation-precision deviation from a conversion difference.
+//
+//   ./bazelw run //harness:probe                       # the current GPU (SM12x native, sm_90a
+//                                                      # validation build); no GPU: the CPU model
+//   ./bazelw run //harness:probe -- --json=probe.json  # also a JSON report
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "harness/probe/probe.h"
+#include "harness/probe/probe_device.h"
+
+ABSL_FLAG(std::string, backend, "auto",
+          "auto: the current CUDA device, or the CPU model when there is none (a self-check of "
+          "the probe; it measures nothing); gpu: the current CUDA device (exit 2 without one); "
+          "model: the contract's CPU model");
+ABSL_FLAG(std::string, json, "",
+          "also write the report as JSON to this path (relative to where the command ran)");
+ABSL_FLAG(int, max_failures, 8, "failure descriptions printed per check group");
+
+namespace h3::probe {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `bazel run` runs in the runfiles tree; paths the user gives are relative to where they ran it.
+std::string UserPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || fs::path(path).is_absolute() || cwd == nullptr) return path;
+  return (fs::path(cwd) / path).string();
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "The first-contact probe of the SM120 block-scaled MMA and e2m1 conversion against "
+      "docs/contract.md.\n"
+      "Usage: probe [--backend=auto|gpu|model] [--json=PATH] [--max_failures=N]\n"
+      "Exit status: 0 when every check passes, 1 when one fails, 2 on bad flags or no device.");
+  absl::ParseCommandLine(argc, argv);
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend != "auto" && backend != "gpu" && backend != "model") {
+    std::fprintf(stderr, "--backend: expected auto, gpu or model, got '%s'\n", backend.c_str());
+    return 2;
+  }
+  JudgeOptions options;
+  options.max_failures = absl::GetFlag(FLAGS_max_failures);
+  if (options.max_failures < 0) {
+    std::fprintf(stderr, "--max_failures: expected >= 0\n");
+    return 2;
+  }
+
+  const ProbeCases cases = BuildCases();
+  DeviceResults results;
+  if (backend == "model") {
+    results = RunModelDevice(cases);
+  } else {
+    absl::StatusOr<DeviceResults> gpu = RunOnCurrentDevice(cases);
+    if (gpu.ok()) {
+      results = *std::move(gpu);
+    } else if (backend == "auto" && absl::IsUnavailable(gpu.status())) {
+      std::printf(
+          "%s: judging the contract's CPU model instead - a self-check "
+          "of the probe, nothing about hardware is measured\n",
+          std::string(gpu.status().message()).c_str());
+      results = RunModelDevice(cases);
+    } else {
+      std::fprintf(stderr, "probe: %s\n", gpu.status().ToString().c_str());
+      return 2;
+    }
+  }
+  const Report report = Judge(cases, results, options);
+  std::fputs(FormatReport(report).c_str(), stdout);
+  const std::string json = absl::GetFlag(FLAGS_json);
+  if (!json.empty()) {
+    const std::string path = UserPath(json);
+    std::ofstream f(path);
+    f << ReportJson(report);
+    if (!f) {
+      std::fprintf(stderr, "--json: cannot write %s\n", path.c_str());
+      return 2;
+    }
+    std::printf("JSON report: %s\n", path.c_str());
+  }
+  return report.passed() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace h3::probe
+
+int main(int argc, char** argv) { return h3::probe::Main(argc, argv); }
