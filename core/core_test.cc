@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/aliasing.h"
 #include "core/formats.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
@@ -101,6 +103,38 @@ TEST(Shape, Validate) {
     const absl::Status st = ValidateShape(b.shape);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(st.message(), b.says);
+  }
+}
+
+TEST(Aliasing, OnlyOutEqualToResidual) {
+  alignas(16) static uint8_t mem[1024];
+  const std::vector<ByteRange> inputs = {RangeOf("attn_out", mem, 256),
+                                         RangeOf("residual", mem + 512, 128),
+                                         RangeOf("absent", nullptr, 64)};
+  struct Row {
+    std::vector<ByteRange> outputs;
+    bool out_is_residual;  // what the callers pass: out == residual as pointers
+    const char* says;  // "" = OK
+  };
+  const Row rows[] = {
+      {{RangeOf("out", mem + 256, 128), RangeOf("act_q", mem + 640, 64)}, false, ""},
+      {{RangeOf("out", mem + 512, 128)}, true, ""},  // in place
+      {{RangeOf("out", mem + 512, 128)}, false, "out must not overlap residual (only out =="},
+      {{RangeOf("out", mem + 520, 128)}, false, "out must not overlap residual (only out =="},
+      {{RangeOf("out", mem + 256, 128), RangeOf("act_q", mem + 300, 8)}, false,
+       "out must not overlap act_q, got"},
+      {{RangeOf("out", mem + 640, 64), RangeOf("act_sf", mem + 255, 2)}, false,
+       "act_sf must not overlap attn_out, got"},
+      {{RangeOf("out", mem + 640, 64), RangeOf("act_q", nullptr, 100)}, false, ""},
+  };
+  for (const Row& r : rows) {
+    const absl::Status st = CheckAliasing(inputs, r.outputs, r.out_is_residual);
+    if (std::string(r.says).empty()) {
+      EXPECT_TRUE(st.ok()) << st;
+    } else {
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(st.message().find(r.says), absl::string_view::npos) << st.message();
+    }
   }
 }
 

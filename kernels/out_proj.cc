@@ -12,6 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/aliasing.h"
+#include "core/scale_layout.h"
 #include "kernels/out_proj_launch.h"
 #include "kernels/ready_flags.h"  // ReadyFlagWords
 
@@ -132,15 +134,6 @@ absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
   return ctas;
 }
 
-struct Range {
-  const char* name;
-  uintptr_t begin;
-  uintptr_t end;  // exclusive
-};
-bool Overlap(const Range& a, const Range& b) {
-  return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end;
-}
-
 absl::Status CheckPtr(const char* name, const void* p, uintptr_t align) {
   if (p == nullptr) {
     return absl::InvalidArgumentError(
@@ -196,49 +189,26 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.ready_flags != nullptr && !(s = CheckPtr("ready_flags", a.ready_flags, 16)).ok()) {
     return s;
   }
-  // Overlaps: out may be exactly residual; act_q/act_sf/out must not overlap anything else.
-  auto r = [](const char* name, const void* p, int64_t bytes) {
-    const uintptr_t b = reinterpret_cast<uintptr_t>(p);
-    return Range{name, b, p == nullptr ? b : b + static_cast<uintptr_t>(bytes)};
-  };
-  const int64_t sf_bytes = ((a.n + 127) / 128 * 128) * ((a.k / 16 + 3) / 4 * 4);
-  const std::vector<Range> inputs = {
-      r("attn_out", a.attn_out, a.m * a.k * 2),
-      r("o_weight_q", a.o_weight_q, a.n * a.k / 2),
-      r("o_weight_sf", a.o_weight_sf, sf_bytes),
-      r("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4),
-      r("act_global_scale", a.act_global_scale, 4),
-      r("gate", a.gate, a.g * a.n * 2),
-      r("gate_index", a.gate_index, a.m * 4),
-      r("residual", a.residual, a.m * a.n * 2),
-  };
-  const std::vector<Range> outputs = {
-      r("out", a.out, a.m * a.n * 2),
-      r("act_q", a.act_q, a.m * a.k / 2),
-      r("act_sf", a.act_sf, a.m * a.k / 16),
-      r("ready_flags", a.ready_flags, OutProjReadyFlagBytes(a.m)),
-  };
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (size_t j = i + 1; j < outputs.size(); ++j) {
-      if (Overlap(outputs[i], outputs[j])) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "minimax_h3_nvfp4_out_proj: %s must not overlap %s, got [%#x, %#x) and [%#x, %#x)",
-            outputs[i].name, outputs[j].name, outputs[i].begin, outputs[i].end, outputs[j].begin,
-            outputs[j].end));
-      }
-    }
-    for (const Range& in : inputs) {
-      if (i == 0 && a.out == a.residual && std::string(in.name) == "residual") continue;
-      if (Overlap(outputs[i], in)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "minimax_h3_nvfp4_out_proj: %s must not overlap %s%s, got [%#x, %#x) and [%#x, %#x)",
-            outputs[i].name, in.name,
-            i == 0 && std::string(in.name) == "residual" ? " (only out == residual exactly)" : "",
-            outputs[i].begin, outputs[i].end, in.begin, in.end));
-      }
-    }
-  }
-  return absl::OkStatus();
+  // Overlaps (contract section 9): out may be exactly residual; nothing else may overlap.
+  const int64_t sf_bytes = SwizzledScaleBytes(a.n, a.k / kScaleBlock);
+  return CheckAliasing(
+      {
+          RangeOf("attn_out", a.attn_out, a.m * a.k * 2),
+          RangeOf("o_weight_q", a.o_weight_q, a.n * a.k / 2),
+          RangeOf("o_weight_sf", a.o_weight_sf, sf_bytes),
+          RangeOf("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4),
+          RangeOf("act_global_scale", a.act_global_scale, 4),
+          RangeOf("gate", a.gate, a.g * a.n * 2),
+          RangeOf("gate_index", a.gate_index, a.m * 4),
+          RangeOf("residual", a.residual, a.m * a.n * 2),
+      },
+      {
+          RangeOf("out", a.out, a.m * a.n * 2),
+          RangeOf("act_q", a.act_q, a.m * a.k / 2),
+          RangeOf("act_sf", a.act_sf, a.m * a.k / 16),
+          RangeOf("ready_flags", a.ready_flags, OutProjReadyFlagBytes(a.m)),
+      },
+      a.out == a.residual);
 }
 
 absl::Status CheckScale(const char* name, float v) {

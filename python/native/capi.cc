@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "core/aliasing.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
 #include "emulator/check.h"
@@ -155,47 +156,6 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
 
 // ---- CPU (emulator) -------------------------------------------------------------------------
 
-struct Range {
-  const char* name;
-  uintptr_t begin, end;  // [begin, end)
-};
-
-Range MakeRange(const char* name, const void* p, int64_t bytes) {
-  const uintptr_t b = reinterpret_cast<uintptr_t>(p);
-  return Range{name, b, p == nullptr ? b : b + static_cast<uintptr_t>(bytes)};
-}
-
-bool Overlap(const Range& a, const Range& b) {
-  return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end;
-}
-
-// The contract's aliasing rule (section 9), which the emulator assumes: the same check and
-// wording as the GPU's ValidateArgs (kernels/out_proj.cc).
-absl::Status CheckAliasing(const std::vector<Range>& inputs, const std::vector<Range>& outputs,
-                           bool out_is_residual) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (size_t j = i + 1; j < outputs.size(); ++j) {
-      if (Overlap(outputs[i], outputs[j])) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "minimax_h3_nvfp4_out_proj: %s must not overlap %s, got [%#x, %#x) and [%#x, %#x)",
-            outputs[i].name, outputs[j].name, outputs[i].begin, outputs[i].end, outputs[j].begin,
-            outputs[j].end));
-      }
-    }
-    for (const Range& in : inputs) {
-      const bool residual = std::strcmp(in.name, "residual") == 0;
-      if (i == 0 && residual && out_is_residual) continue;
-      if (Overlap(outputs[i], in)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "minimax_h3_nvfp4_out_proj: %s must not overlap %s%s, got [%#x, %#x) and [%#x, %#x)",
-            outputs[i].name, in.name, i == 0 && residual ? " (only out == residual exactly)" : "",
-            outputs[i].begin, outputs[i].end, in.begin, in.end));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckHostPtr(const char* name, const void* p, int64_t bytes) {
   if (p == nullptr && bytes > 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -238,22 +198,22 @@ absl::StatusOr<h3::OpInputs> CpuInputs(const H3OutProjArgs* a, bool check_output
     if (!(s = CheckHostPtr(x.name, x.p, x.bytes)).ok()) return s;
   }
   if (check_outputs) {
-    const std::vector<Range> inputs = {
-        MakeRange("attn_out", a->attn_out.data, m * k * 2),
-        MakeRange("o_weight_q", a->o_weight_q.data, n * (k / 2)),
-        MakeRange("o_weight_sf", a->o_weight_sf.data, sf_bytes),
-        MakeRange("o_weight_global_scale", a->o_weight_global_scale.data, 4),
-        MakeRange("act_global_scale", a->act_global_scale.data, 4),
-        MakeRange("gate", a->gate.data, g * n * 2),
-        MakeRange("gate_index", a->gate_index.data, m * 4),
-        MakeRange("residual", residual, m * n * 2),
+    const std::vector<h3::ByteRange> inputs = {
+        h3::RangeOf("attn_out", a->attn_out.data, m * k * 2),
+        h3::RangeOf("o_weight_q", a->o_weight_q.data, n * (k / 2)),
+        h3::RangeOf("o_weight_sf", a->o_weight_sf.data, sf_bytes),
+        h3::RangeOf("o_weight_global_scale", a->o_weight_global_scale.data, 4),
+        h3::RangeOf("act_global_scale", a->act_global_scale.data, 4),
+        h3::RangeOf("gate", a->gate.data, g * n * 2),
+        h3::RangeOf("gate_index", a->gate_index.data, m * 4),
+        h3::RangeOf("residual", residual, m * n * 2),
     };
-    const std::vector<Range> outputs = {
-        MakeRange("out", a->out.data, m * n * 2),
-        MakeRange("act_q", a->act_q.data, m * (k / 2)),
-        MakeRange("act_sf", a->act_sf.data, m * (k / 16)),
+    const std::vector<h3::ByteRange> outputs = {
+        h3::RangeOf("out", a->out.data, m * n * 2),
+        h3::RangeOf("act_q", a->act_q.data, m * (k / 2)),
+        h3::RangeOf("act_sf", a->act_sf.data, m * (k / 16)),
     };
-    if (!(s = CheckAliasing(inputs, outputs, residual == a->out.data)).ok()) return s;
+    if (!(s = h3::CheckAliasing(inputs, outputs, residual == a->out.data)).ok()) return s;
   }
   h3::OpInputs in;
   in.shape = h3::OpShape{m, n, k, g};
