@@ -29,9 +29,9 @@ TEST(Formats, E4m3Table) {
     float value;
   };
   const Row rows[] = {
-      {0x00, 0.0f},         {0x01, 0x1p-9f},   {0x07, 7 * 0x1p-9f}, {0x08, 0x1p-6f},
-      {0x38, 1.0f},         {0x3C, 1.5f},      {0x7E, 448.0f},      {0x80, -0.0f},
-      {0xB8, -1.0f},        {0xFE, -448.0f},   {0x30, 0.5f},        {0x40, 2.0f},
+      {0x00, 0.0f},  {0x01, 0x1p-9f}, {0x07, 7 * 0x1p-9f}, {0x08, 0x1p-6f},
+      {0x38, 1.0f},  {0x3C, 1.5f},    {0x7E, 448.0f},      {0x80, -0.0f},
+      {0xB8, -1.0f}, {0xFE, -448.0f}, {0x30, 0.5f},        {0x40, 2.0f},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(F32Bits(E4M3ToF32(r.byte)), F32Bits(r.value)) << "byte 0x" << std::hex << +r.byte;
@@ -57,9 +57,9 @@ TEST(ScaleLayout, KnownOffsets) {
     int64_t row, col, cols, offset;
   };
   const Row rows[] = {
-      {0, 0, 448, 0},   {0, 3, 448, 3},      {1, 0, 448, 16},      {32, 0, 448, 4},
-      {0, 4, 448, 512}, {128, 0, 448, 57344}, {127, 447, 448, 57343},
-      {5, 1, 3, 81},    // cols padded to 4: one column tile per 128 rows
+      {0, 0, 448, 0},         {0, 3, 448, 3},   {1, 0, 448, 16},
+      {32, 0, 448, 4},        {0, 4, 448, 512}, {128, 0, 448, 57344},
+      {127, 447, 448, 57343}, {5, 1, 3, 81},  // cols padded to 4: one column tile per 128 rows
   };
   for (const Row& r : rows) {
     EXPECT_EQ(SwizzledScaleOffset(r.row, r.col, r.cols), r.offset)
@@ -114,16 +114,18 @@ TEST(Aliasing, OnlyOutEqualToResidual) {
   struct Row {
     std::vector<ByteRange> outputs;
     bool out_is_residual;  // what the callers pass: out == residual as pointers
-    const char* says;  // "" = OK
+    const char* says;      // "" = OK
   };
   const Row rows[] = {
       {{RangeOf("out", mem + 256, 128), RangeOf("act_q", mem + 640, 64)}, false, ""},
       {{RangeOf("out", mem + 512, 128)}, true, ""},  // in place
       {{RangeOf("out", mem + 512, 128)}, false, "out must not overlap residual (only out =="},
       {{RangeOf("out", mem + 520, 128)}, false, "out must not overlap residual (only out =="},
-      {{RangeOf("out", mem + 256, 128), RangeOf("act_q", mem + 300, 8)}, false,
+      {{RangeOf("out", mem + 256, 128), RangeOf("act_q", mem + 300, 8)},
+       false,
        "out must not overlap act_q, got"},
-      {{RangeOf("out", mem + 640, 64), RangeOf("act_sf", mem + 255, 2)}, false,
+      {{RangeOf("out", mem + 640, 64), RangeOf("act_sf", mem + 255, 2)},
+       false,
        "act_sf must not overlap attn_out, got"},
       {{RangeOf("out", mem + 640, 64), RangeOf("act_q", nullptr, 100)}, false, ""},
   };

@@ -1,6 +1,5 @@
 #include "emulator/formats.h"
 
-
 namespace h3 {
 namespace {
 

@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "emulator/op.h"
 #include "core/shape.h"
+#include "emulator/op.h"
 
 namespace h3 {
 

@@ -17,6 +17,19 @@ namespace h3::kernels {
 H3_HD uint32_t Swizzle128Offset(uint32_t row, uint32_t chunk) {
   return row * 128u + ((chunk ^ (row & 7u)) << 4);
 }
+// The same for a [rows][64 B] tile written with CU_TENSOR_MAP_SWIZZLE_64B: address bits 7..8
+// XOR into bits 4..5 (CuTe Swizzle<2,4,3>), i.e. chunk index XOR ((row / 2) % 4). An ldmatrix
+// phase (8 rows, one chunk) then covers all 32 banks: rows 2j and 2j+1 share a chunk slot 64
+// bytes apart, and the four pairs use four different slots.
+H3_HD uint32_t Swizzle64Offset(uint32_t row, uint32_t chunk) {
+  return row * 64u + ((chunk ^ ((row >> 1) & 3u)) << 4);
+}
+// The stage's code-tile offset for rows of kRowBytes (config.cuh: 64 or 128).
+template <int kRowBytes>
+H3_HD uint32_t SwizzleOffset(uint32_t row, uint32_t chunk) {
+  static_assert(kRowBytes == 64 || kRowBytes == 128, "the two TMA swizzle modes in use");
+  return kRowBytes == 128 ? Swizzle128Offset(row, chunk) : Swizzle64Offset(row, chunk);
+}
 
 // A (16 x 64 e2m1, one MMA k-step kk of a stage) by ldmatrix.x4: matrix q = lane/8 is
 // q0 rows 0-7 bytes 0-15, q1 rows 8-15 bytes 0-15, q2 rows 0-7 bytes 16-31, q3 rows 8-15
@@ -32,8 +45,9 @@ H3_HD uint32_t LdmatrixBRow(int lane, int n_base) { return n_base + (lane & 7) +
 H3_HD uint32_t LdmatrixBChunk(int lane, int kk) { return 2 * kk + ((lane >> 3) & 1); }
 
 // Scale operands (scale_vec::4X, byte-id 0, thread-id 0): lane 4g supplies row g, lane 4g+1
-// row g+8 (other lanes are ignored; they load row g). Activation scales of a stage are
-// [kBM][16 B] linear: the MMA k-step kk word of a row is bytes 4kk..4kk+3.
+// row g+8 (other lanes are ignored; they load row g). Activation scales sit in [kBM][16 B]
+// linear slots (config.cuh kSfaSlots); from a stage's first scale byte of row 0, the MMA k-step
+// kk word of a row is bytes 4kk..4kk+3 of that row.
 H3_HD uint32_t SfaRow(int lane, int m_base) {
   return m_base + (lane >> 2) + ((lane & 3) == 1 ? 8 : 0);
 }

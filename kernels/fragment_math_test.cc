@@ -105,6 +105,63 @@ TEST(FragmentMathTest, BFragmentsMatchPacker) {
   }
 }
 
+// The two TMA swizzle modes as CuTe writes them (Swizzle<B,4,3>: address bits 7..7+B XOR into
+// bits 4..4+B), against the closed forms the main loop uses, for every row and chunk of a tile.
+TEST(FragmentMathTest, SwizzleOffsetsAreTheTmaModes) {
+  for (uint32_t row = 0; row < 256; ++row) {
+    for (uint32_t chunk = 0; chunk < 8; ++chunk) {
+      const uint32_t o128 = row * 128 + chunk * 16;
+      ASSERT_EQ(SwizzleOffset<128>(row, chunk), o128 ^ (((o128 >> 7) & 7u) << 4)) << row;
+      if (chunk < 4) {
+        const uint32_t o64 = row * 64 + chunk * 16;
+        ASSERT_EQ(SwizzleOffset<64>(row, chunk), o64 ^ (((o64 >> 7) & 3u) << 4)) << row;
+      }
+    }
+  }
+  // An ldmatrix phase (8 consecutive rows, one chunk) hits 8 distinct 16-byte bank groups.
+  for (uint32_t r0 = 0; r0 < 128; r0 += 8) {
+    for (uint32_t chunk = 0; chunk < 4; ++chunk) {
+      uint32_t banks = 0;
+      for (uint32_t r = r0; r < r0 + 8; ++r)
+        banks |= 1u << ((SwizzleOffset<64>(r, chunk) / 16) % 8);
+      ASSERT_EQ(banks, 0xFFu) << r0 << " " << chunk;
+    }
+  }
+}
+
+// BK = 128 stages: [128][64 B] code tiles under SWIZZLE_64B, two MMA k-steps.
+TEST(FragmentMathTest, Fragments64ByteRowsMatchPacker) {
+  constexpr int kRows64 = 128, kRowBytes64 = 64;
+  std::vector<uint8_t> codes(kRows64 * kRowBytes64), smem(codes.size());
+  uint32_t x = 7;
+  for (auto& c : codes) c = static_cast<uint8_t>((x = x * 1664525u + 1013904223u) >> 24);
+  for (int r = 0; r < kRows64; ++r)
+    for (int ch = 0; ch < 4; ++ch)
+      std::memcpy(&smem[SwizzleOffset<64>(r, ch)], &codes[r * kRowBytes64 + ch * 16], 16);
+  for (int r0 = 0; r0 < kRows64; r0 += 16) {
+    for (int kk = 0; kk < 2; ++kk) {
+      uint32_t addr[32], got[32][4], want[32][4], want0[32][2], want1[32][2];
+      for (int l = 0; l < 32; ++l)
+        addr[l] = SwizzleOffset<64>(LdmatrixARow(l, r0), LdmatrixAChunk(l, kk));
+      LdMatrixX4(smem, addr, got);
+      PackAFragment(codes, kRowBytes64, r0, 64 * kk, want);
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < 4; ++i) ASSERT_EQ(got[l][i], want[l][i]) << r0 << " " << kk << " " << l;
+      for (int l = 0; l < 32; ++l)
+        addr[l] = SwizzleOffset<64>(LdmatrixBRow(l, r0), LdmatrixBChunk(l, kk));
+      LdMatrixX4(smem, addr, got);
+      PackBFragment(codes, kRowBytes64, r0, 64 * kk, want0);
+      PackBFragment(codes, kRowBytes64, r0 + 8, 64 * kk, want1);
+      for (int l = 0; l < 32; ++l) {
+        ASSERT_EQ(got[l][0], want0[l][0]);
+        ASSERT_EQ(got[l][1], want0[l][1]);
+        ASSERT_EQ(got[l][2], want1[l][0]);
+        ASSERT_EQ(got[l][3], want1[l][1]);
+      }
+    }
+  }
+}
+
 TEST(FragmentMathTest, ScalesMatchPacker) {
   const Stage s = MakeStage(3);
   for (int r0 = 0; r0 < kRows; r0 += 16) {

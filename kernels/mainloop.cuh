@@ -1,7 +1,7 @@
 #ifndef H3_KERNELS_MAINLOOP_CUH_
 #define H3_KERNELS_MAINLOOP_CUH_
 
-// The SM120 consumer main loop body: one pipeline stage (kBK = 4 MMA k-steps) of a warp's
+// The SM120 consumer main loop body: one pipeline stage (kKSteps MMA k-steps) of a warp's
 // 64 x 32 tile. Fragments come straight from the 128B-swizzled stage by ldmatrix (a K-major
 // 32-byte row slice is exactly the MMA register), scales by one 32-bit LDS per fragment, then
 // kMFrags x kNFrags block-scaled MMAs (mma.cuh).
@@ -15,8 +15,9 @@
 
 namespace h3::kernels {
 
-// a_tile: [kBM][128 B] swizzled, b_tile: [kBN][128 B] swizzled, sfa_tile: [kBM][16 B],
-// sfb_tile: (kBK/64) x 512 B of the 128x4 layout. m_base/n_base: the warp tile's origin.
+// a_tile: [kBM][kRowBytes] swizzled, b_tile: [kBN][kRowBytes] swizzled, sfa_tile: this stage's
+// first scale byte of row 0 in a [kBM][16 B] slot, sfb_tile: (kBK/64) x 512 B of the 128x4 layout.
+// m_base/n_base: the warp tile's origin.
 template <class Cfg>
 __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_t* b_tile,
                                              const uint8_t* sfa_tile, const uint8_t* sfb_tile,
@@ -31,15 +32,16 @@ __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_
 #pragma unroll
     for (int i = 0; i < Cfg::kMFrags; ++i) {
       const int m0 = m_base + 16 * i;
-      ptx::LdMatrixX4(a[i],
-                      a_addr + Swizzle128Offset(LdmatrixARow(lane, m0), LdmatrixAChunk(lane, kk)));
+      ptx::LdMatrixX4(a[i], a_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixARow(lane, m0),
+                                                                   LdmatrixAChunk(lane, kk)));
       sfa[i] = *reinterpret_cast<const uint32_t*>(sfa_tile + SfaOffset(SfaRow(lane, m0), kk));
     }
 #pragma unroll
     for (int jp = 0; jp < Cfg::kNFrags / 2; ++jp) {
       uint32_t r[4];
-      ptx::LdMatrixX4(r, b_addr + Swizzle128Offset(LdmatrixBRow(lane, n_base + 16 * jp),
-                                                   LdmatrixBChunk(lane, kk)));
+      ptx::LdMatrixX4(r,
+                      b_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixBRow(lane, n_base + 16 * jp),
+                                                             LdmatrixBChunk(lane, kk)));
       b[2 * jp][0] = r[0];
       b[2 * jp][1] = r[1];
       b[2 * jp + 1][0] = r[2];

@@ -105,8 +105,7 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
 // capture.
 absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
   static std::mutex mu;
-  static auto* resident =
-      new std::map<std::pair<unsigned long long, kernels::KernelBuild>, int>();
+  static auto* resident = new std::map<std::pair<unsigned long long, kernels::KernelBuild>, int>();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);

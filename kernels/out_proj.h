@@ -64,8 +64,8 @@ struct OutProjArgs {
 enum class CheckMode { kAsync, kChecked };
 
 // Supported shapes: 0 <= m <= kOutProjMaxM (0 is a no-op), n a positive multiple of 128, k a
-// positive multiple of 256, g >= 1. Errors name the argument, the expected and the given value; on error nothing
-// is written.
+// positive multiple of 256, g >= 1. Errors name the argument, the expected and the given value; on
+// error nothing is written.
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
                                    CheckMode mode = CheckMode::kAsync);
 
@@ -76,7 +76,6 @@ int64_t OutProjReadyFlagBytes(int64_t m);
 // block-scaled MMA)"), or an error naming an unsupported device.
 absl::StatusOr<std::string> OutProjBackendName(
     Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful);
-
 
 }  // namespace h3
 

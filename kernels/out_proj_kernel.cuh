@@ -73,6 +73,23 @@ __device__ __forceinline__ void QuantizerLoop(const KernelParams& p, float act_g
   }
 }
 
+// Where the next stage's activation scales live (config.cuh kSfaSlots): a slot of the scale
+// ring and the stage's place in that slot's box. The load warp and every consumer advance one in
+// the same order, one stage at a time.
+template <class Cfg>
+struct SfaPos {
+  int slot = 0, sub = 0;
+  __device__ __forceinline__ const uint8_t* Row0(const uint8_t* smem) const {
+    return smem + Cfg::kSfaOffset + slot * Cfg::kSfaSlotBytes + sub * Cfg::kSfaRowBytes;
+  }
+  __device__ __forceinline__ void Advance() {
+    if (++sub == Cfg::kSfaStagesPerBox) {
+      sub = 0;
+      if (++slot == Cfg::kSfaSlots) slot = 0;
+    }
+  }
+};
+
 // Producer warp 0, one elected lane: fill the ring.
 template <class Cfg>
 __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMap* tmap_aq,
@@ -84,6 +101,7 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
   const int64_t sfb_group_bytes = static_cast<int64_t>(p.k / Cfg::kSfVec / 4) * 512;
   int stage = 0;
   uint32_t phase = 0;
+  SfaPos<Cfg> sfa;
   int ready_mt = -1;
   for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
     int mt, nt;
@@ -94,11 +112,16 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
     }
     for (int ks = 0; ks < ksteps; ++ks) {
       ptx::MbarWait(&empty[stage], phase ^ 1u);
-      ptx::MbarArriveExpectTx(&full[stage], Cfg::kStageBytes);
+      // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
+      const bool box = sfa.sub == 0;
+      ptx::MbarArriveExpectTx(&full[stage], Cfg::kStageBytes + (box ? Cfg::kSfaBoxTxBytes : 0));
       ptx::TmaLoad2D(smem + Cfg::kAOffset + stage * Cfg::kATileBytes, tmap_aq, &full[stage],
                      ks * Cfg::kRowBytes, mt * Cfg::kBM);
-      ptx::TmaLoad2D(smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes, tmap_asf, &full[stage],
-                     ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
+      if (box) {
+        ptx::TmaLoad2D(smem + Cfg::kSfaOffset + sfa.slot * Cfg::kSfaSlotBytes, tmap_asf,
+                       &full[stage], ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
+      }
+      sfa.Advance();
       ptx::TmaLoad2D(smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, tmap_wq, &full[stage],
                      ks * Cfg::kRowBytes, nt * Cfg::kBN);
       ptx::BulkLoad(smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
@@ -115,15 +138,16 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
 // The SM120 consumer (also the faithful sm_90 build): one tile's stages, one ConsumeStage each.
 template <class Cfg>
 __device__ __forceinline__ void ConsumeTileStages(uint8_t* smem, uint64_t* full, uint64_t* empty,
-                                                  int& stage, uint32_t& phase, int ksteps,
-                                                  int warp_m, int warp_n, WarpAcc<Cfg>& acc) {
+                                                  int& stage, uint32_t& phase, SfaPos<Cfg>& sfa,
+                                                  int ksteps, int warp_m, int warp_n,
+                                                  WarpAcc<Cfg>& acc) {
   for (int ks = 0; ks < ksteps; ++ks) {
     ptx::MbarWait(&full[stage], phase);
     ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
-                      smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
-                      smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
+                      smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, sfa.Row0(smem),
                       smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes, warp_m * Cfg::kWarpTileM,
                       warp_n * Cfg::kWarpTileN, acc);
+    sfa.Advance();
     ptx::MbarArrive(&empty[stage]);
     if (++stage == Cfg::kStages) {
       stage = 0;
@@ -142,6 +166,7 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
   const int ksteps = p.k / Cfg::kBK;
   int stage = 0;
   uint32_t phase = 0;
+  SfaPos<Cfg> sfa;
   for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
     int mt, nt;
     sched.Tile(tile, mt, nt);
@@ -162,7 +187,7 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
       sm90::FinishTile<Cfg>(acc);
 #endif
     } else {
-      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, ksteps, warp_m, warp_n, acc);
+      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, sfa, ksteps, warp_m, warp_n, acc);
     }
     StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM,
                    nt * Cfg::kBN + warp_n * Cfg::kWarpTileN, e);

@@ -2,8 +2,6 @@
 // configuration per context, launch geometry and the launch. Arguments are validated by
 // out_proj.cc before they get here.
 
-#include "kernels/out_proj_launch.h"
-
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -13,6 +11,7 @@
 #include "kernels/config.cuh"
 #include "kernels/granularity.h"
 #include "kernels/out_proj_kernel.cuh"
+#include "kernels/out_proj_launch.h"
 #include "kernels/sm90/config.cuh"
 
 namespace h3::kernels {
@@ -20,8 +19,10 @@ namespace {
 
 // The host API's published granularity (kernels/out_proj.h) is every build's tiling.
 static_assert(kOutProjTileM == Sm120Config::kBM && kOutProjTileM == sm90::Sm90Config::kBM);
-static_assert(kOutProjNMultiple % Sm120Config::kBN == 0 && kOutProjNMultiple % sm90::Sm90Config::kBN == 0);
-static_assert(kOutProjKMultiple % Sm120Config::kBK == 0 && kOutProjKMultiple % sm90::Sm90Config::kBK == 0);
+static_assert(kOutProjNMultiple % Sm120Config::kBN == 0 &&
+              kOutProjNMultiple % sm90::Sm90Config::kBN == 0);
+static_assert(kOutProjKMultiple % Sm120Config::kKMultiple == 0 &&
+              kOutProjKMultiple % sm90::Sm90Config::kKMultiple == 0);
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
@@ -96,15 +97,17 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   }
   CUtensorMap tmap_aq, tmap_asf, tmap_wq;
   const uint64_t m = static_cast<uint64_t>(l.m);
-  e = EncodeU8Map(encode, &tmap_aq, l.act_q, m, l.k / 2, Cfg::kBM, Cfg::kRowBytes,
-                  CU_TENSOR_MAP_SWIZZLE_128B);
+  // Code tiles swizzled with the mode of their row width (fragment_math.h SwizzleOffset); the
+  // activation-scale box is [kBM][16 B] (config.cuh kSfaBoxBytes), unswizzled.
+  constexpr CUtensorMapSwizzle kCodeSwizzle =
+      Cfg::kRowBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  e = EncodeU8Map(encode, &tmap_aq, l.act_q, m, l.k / 2, Cfg::kBM, Cfg::kRowBytes, kCodeSwizzle);
   if (e == cudaSuccess) {
-    e = EncodeU8Map(encode, &tmap_asf, l.act_sf, m, l.k / Cfg::kSfVec, Cfg::kBM, Cfg::kSfaRowBytes,
+    e = EncodeU8Map(encode, &tmap_asf, l.act_sf, m, l.k / Cfg::kSfVec, Cfg::kBM, Cfg::kSfaBoxBytes,
                     CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e == cudaSuccess) {
-    e = EncodeU8Map(encode, &tmap_wq, l.w_q, l.n, l.k / 2, Cfg::kBN, Cfg::kRowBytes,
-                    CU_TENSOR_MAP_SWIZZLE_128B);
+    e = EncodeU8Map(encode, &tmap_wq, l.w_q, l.n, l.k / 2, Cfg::kBN, Cfg::kRowBytes, kCodeSwizzle);
   }
   if (e != cudaSuccess) {
     *what = "cuTensorMapEncodeTiled";

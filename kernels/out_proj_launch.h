@@ -26,12 +26,12 @@ struct OutProjLaunch {
   uint8_t* act_q = nullptr;  // required here (the host API allocates one when absent)
   uint8_t* act_sf = nullptr;
   uint32_t* ready_flags = nullptr;  // kReadyFlagWords zeroed words (ready_flags.h), left zeroed
-  int resident_ctas = 0;     // from ConfigureOutProj in the current context (grid cap)
+  int resident_ctas = 0;            // from ConfigureOutProj in the current context (grid cap)
 };
 
-// kSm120Native: Sm120Config on sm_120f (every SM12x part). kSm90Faithful: the same Sm120Config kernel compiled for
-// sm_90a (block-scaled MMA emulated from its registers). kSm90Fast: sm90::Sm90Config on sm_90a (A
-// dequantized in registers, B staged in shared memory, wgmma).
+// kSm120Native: Sm120Config on sm_120f (every SM12x part). kSm90Faithful: the same Sm120Config
+// kernel compiled for sm_90a (block-scaled MMA emulated from its registers). kSm90Fast:
+// sm90::Sm90Config on sm_90a (A dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 inline constexpr int kKernelBuilds = 3;  // KernelBuild values are 0 .. kKernelBuilds - 1
 

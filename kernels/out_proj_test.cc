@@ -95,12 +95,12 @@ TEST_P(OutProjCaseTest, MatchesEmulator) {
   absl::StatusOr<DeviceProblem> d = Upload(*p);
   ASSERT_TRUE(d.ok()) << d.status();
   RunOptions o;
-  o.out_is_residual = c.in_place;               // out = residual; compared from residual
-  o.caller_workspace = !c.own_workspace;        // else act_q/act_sf null: the op allocates
+  o.out_is_residual = c.in_place;                       // out = residual; compared from residual
+  o.caller_workspace = !c.own_workspace;                // else act_q/act_sf null: the op allocates
   o.weight_scale_on_device = c.weight_scale_on_device;  // the host value is then -1
   o.sm90_emulation = std::get<1>(GetParam());
-  const absl::Status st = MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr,
-                                                CheckMode::kChecked);
+  const absl::Status st =
+      MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked);
   ASSERT_TRUE(st.ok()) << st;
   ExpectMatchesEmulator(*p, *d, o, c.data == DataKind::kExact, 512);
 }
@@ -407,8 +407,7 @@ TEST(OutProjTest, WorksAfterDeviceReset) {
   {
     absl::StatusOr<DeviceProblem> d = Upload(*p);  // freed before the reset
     ASSERT_TRUE(d.ok()) << d.status();
-    ASSERT_TRUE(
-        MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d), nullptr, CheckMode::kChecked).ok());
   }
   ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
   absl::StatusOr<DeviceProblem> d = Upload(*p);

@@ -27,8 +27,8 @@ __device__ __forceinline__ uint32_t F32ToE4m3(float v) {
 // Two codes as one byte: `even` in the low nibble (docs/contract.md section 3.6).
 __device__ __forceinline__ uint32_t F32x2ToE2m1Byte(float even, float odd) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-  // cvt.rn.satfinite.e2m1x2.f32 d, a, b: a -> high nibble, b -> low nibble (sm_120a/sm_120f). PTX ISA
-  // 9.0 documents NaN -> +MAX_NORM (0x7) under .satfinite, but not the sign of a zero result,
+  // cvt.rn.satfinite.e2m1x2.f32 d, a, b: a -> high nibble, b -> low nibble (sm_120a/sm_120f). PTX
+  // ISA 9.0 documents NaN -> +MAX_NORM (0x7) under .satfinite, but not the sign of a zero result,
   // and no SM120 device has run this here: both are forced to the contract explicitly (section
   // 2: NaN -> 0x7; a zero magnitude keeps the input's sign).
   uint16_t r;

@@ -1,10 +1,9 @@
-#include "harness/bench/bench_kernels.cuh"
-
 #include <cuda_bf16.h>
 
 #include <algorithm>
 
 #include "core/scale_layout.h"
+#include "harness/bench/bench_kernels.cuh"
 #include "harness/testbed/rng.h"
 
 namespace h3::bench {
@@ -21,7 +20,8 @@ __device__ __forceinline__ uint16_t ToBf16(float f) {
 __device__ __forceinline__ float FromBf16(uint32_t b) { return __uint_as_float(b << 16); }
 
 unsigned FillBlocks(int64_t threads) {
-  return static_cast<unsigned>(std::clamp<int64_t>((threads + kThreads - 1) / kThreads, 1, kMaxBlocks));
+  return static_cast<unsigned>(
+      std::clamp<int64_t>((threads + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
 
 __global__ void FillUniformBf16Kernel(uint16_t* x, int64_t rows, int64_t cols, uint64_t seed,
@@ -36,8 +36,8 @@ __global__ void FillUniformBf16Kernel(uint16_t* x, int64_t rows, int64_t cols, u
   }
 }
 
-__global__ void FillRandomBytesKernel(uint8_t* bytes, int64_t count, uint64_t seed,
-                                      uint64_t tensor, uint8_t mask, uint8_t base) {
+__global__ void FillRandomBytesKernel(uint8_t* bytes, int64_t count, uint64_t seed, uint64_t tensor,
+                                      uint8_t mask, uint8_t base) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     bytes[i] = static_cast<uint8_t>((testbed::Hash(seed, tensor, 0, i) & mask) | base);
@@ -109,8 +109,8 @@ __global__ void EpilogueKernel(const T* o, const uint16_t* gate, const int32_t* 
 
 template <typename T>
 cudaError_t LaunchEpilogue(const T* o, const uint16_t* gate, const int32_t* gate_index,
-                           const uint16_t* residual, uint16_t* out, int64_t m, int64_t n,
-                           int64_t g, cudaStream_t stream) {
+                           const uint16_t* residual, uint16_t* out, int64_t m, int64_t n, int64_t g,
+                           cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   if (n % 8 != 0) return cudaErrorInvalidValue;
   // The largest warp multiple <= 256 that divides the row's vectors (224 for n = 5376: 3 blocks a
@@ -153,8 +153,8 @@ __global__ void SpinKernel(int64_t ns) {
 
 }  // namespace
 
-cudaError_t FillUniformBf16(uint16_t* x, int64_t rows, int64_t cols, uint64_t seed,
-                            uint64_t tensor, float scale, cudaStream_t stream) {
+cudaError_t FillUniformBf16(uint16_t* x, int64_t rows, int64_t cols, uint64_t seed, uint64_t tensor,
+                            float scale, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
   FillUniformBf16Kernel<<<FillBlocks(rows * cols), kThreads, 0, stream>>>(x, rows, cols, seed,
                                                                           tensor, scale);
@@ -169,8 +169,8 @@ cudaError_t FillRandomBytes(uint8_t* bytes, int64_t count, uint64_t seed, uint64
   return cudaGetLastError();
 }
 
-cudaError_t FillGateIndex(int32_t* gate_index, int64_t m, int64_t g, uint64_t seed,
-                          uint64_t tensor, cudaStream_t stream) {
+cudaError_t FillGateIndex(int32_t* gate_index, int64_t m, int64_t g, uint64_t seed, uint64_t tensor,
+                          cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   FillGateIndexKernel<<<FillBlocks(m), kThreads, 0, stream>>>(gate_index, m, g, seed, tensor);
   return cudaGetLastError();

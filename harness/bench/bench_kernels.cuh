@@ -17,15 +17,15 @@ namespace h3::bench {
 // reproducible from its seed alone.
 
 // x: bf16 [rows, cols], uniform in [-scale, scale): 24 random bits, one rounding to bf16.
-cudaError_t FillUniformBf16(uint16_t* x, int64_t rows, int64_t cols, uint64_t seed,
-                            uint64_t tensor, float scale, cudaStream_t stream);
+cudaError_t FillUniformBf16(uint16_t* x, int64_t rows, int64_t cols, uint64_t seed, uint64_t tensor,
+                            float scale, cudaStream_t stream);
 // bytes: [count], (hash & mask) | base. Weight codes: mask 0xFF, base 0x00; UE4M3 scales in
 // [2^-3, 2): mask 0x1F, base 0x20.
 cudaError_t FillRandomBytes(uint8_t* bytes, int64_t count, uint64_t seed, uint64_t tensor,
                             uint8_t mask, uint8_t base, cudaStream_t stream);
 // gate_index: [m], in [0, g), with one row in 16 padded (-1: out copies residual).
-cudaError_t FillGateIndex(int32_t* gate_index, int64_t m, int64_t g, uint64_t seed,
-                          uint64_t tensor, cudaStream_t stream);
+cudaError_t FillGateIndex(int32_t* gate_index, int64_t m, int64_t g, uint64_t seed, uint64_t tensor,
+                          cudaStream_t stream);
 
 // The gated residual of docs/contract.md section 6 as its own kernel, on the GEMM's output o
 // ([m, n] f32 or bf16, alpha already applied):

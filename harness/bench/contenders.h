@@ -1,10 +1,11 @@
 // What the fused op is timed against, in the same run, at the MiniMax-H3 shape:
 //
 //   copy           cudaMemcpyAsync D2D of attn_out: the measured bandwidth roofline
-//   quantize       the kernel's own standalone quantizer (kernels/quantize_kernel.h), NVFP4 block-16
-//   bf16_gemm      cuBLASLt bf16 GEMM alone, as PyTorch's `x @ w.T` calls it (tuned, cublas_lt.h)
-//   bf16_unfused   that GEMM (bf16 out) + the standalone epilogue kernel (bench_kernels.cuh)
-//   nvfp4_unfused  the kernel's quantizer + a swizzle of the activation scales into cuBLASLt's
+//   quantize       the kernel's own standalone quantizer (kernels/quantize_kernel.h), NVFP4
+//   block-16 bf16_gemm      cuBLASLt bf16 GEMM alone, as PyTorch's `x @ w.T` calls it (tuned,
+//   cublas_lt.h) bf16_unfused   that GEMM (bf16 out) + the standalone epilogue kernel
+//   (bench_kernels.cuh) nvfp4_unfused  the kernel's quantizer + a swizzle of the activation scales
+//   into cuBLASLt's
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch

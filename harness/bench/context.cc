@@ -96,9 +96,11 @@ absl::StatusOr<LtMatmul*> BenchContext::Gemm(LtMatmul::Kind kind, const Inputs& 
   g.set_chosen(static_cast<int>(std::min_element(score.begin(), score.end()) - score.begin()));
   std::string all;
   for (size_t a = 0; a < score.size(); ++a) absl::StrAppendFormat(&all, " #%d %.4f", a, score[a]);
-  std::fprintf(stderr, "cuBLASLt %s GEMM M=%lld: %d heuristic candidates, chosen #%d (ms per call,"
-               " median in its steady state:%s)\n", kind == LtMatmul::Kind::kBf16 ? "bf16" : "NVFP4",
-               static_cast<long long>(in.m), g.candidates(), g.chosen(), all.c_str());
+  std::fprintf(stderr,
+               "cuBLASLt %s GEMM M=%lld: %d heuristic candidates, chosen #%d (ms per call,"
+               " median in its steady state:%s)\n",
+               kind == LtMatmul::Kind::kBf16 ? "bf16" : "NVFP4", static_cast<long long>(in.m),
+               g.candidates(), g.chosen(), all.c_str());
   return gemms_.emplace(std::make_pair(kind, in.m), *std::move(gemm)).first->second.get();
 }
 
@@ -107,9 +109,9 @@ absl::Status BenchContext::CheckOnce(const std::string& key, int64_t m, const st
   auto it = checks_.find({key, m});
   if (it != checks_.end()) return it->second;
   absl::Status verdict = check();
-  std::fprintf(stderr, "check %-14s M=%-6lld %s (%s)%s%s\n", key.c_str(),
-               static_cast<long long>(m), verdict.ok() ? "PASS" : "FAIL", against.c_str(),
-               verdict.ok() ? "" : ": ", verdict.ok() ? "" : verdict.ToString().c_str());
+  std::fprintf(stderr, "check %-14s M=%-6lld %s (%s)%s%s\n", key.c_str(), static_cast<long long>(m),
+               verdict.ok() ? "PASS" : "FAIL", against.c_str(), verdict.ok() ? "" : ": ",
+               verdict.ok() ? "" : verdict.ToString().c_str());
   checks_.emplace(std::make_pair(key, m), verdict);
   return verdict;
 }

@@ -65,7 +65,9 @@ class BenchContext {
   absl::StatusOr<float> TimeCall(const std::function<absl::Status()>& enqueue);
 
   // Mean time (ms) of each (contender, M) measured so far.
-  void RecordTime(const std::string& contender, int64_t m, double ms) { times_[{contender, m}] = ms; }
+  void RecordTime(const std::string& contender, int64_t m, double ms) {
+    times_[{contender, m}] = ms;
+  }
   const double* FindTime(const std::string& contender, int64_t m) const;
 
  private:

@@ -4,7 +4,6 @@
 #include <link.h>
 #include <unistd.h>
 
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -43,10 +42,11 @@ absl::StatusOr<std::unique_ptr<CublasLt>> CublasLt::Load(const std::string& libr
         absl::StrCat("cannot load cuBLASLt (", absl::StrJoin(errors, "; "), ")"));
   }
   std::unique_ptr<CublasLt> lt(new CublasLt);
-#define H3_CUBLASLT_RESOLVE(f)                                                                 \
-  lt->api_.f = reinterpret_cast<decltype(&::f)>(dlsym(dl, #f));                                \
-  if (lt->api_.f == nullptr) {                                                                 \
-    return absl::UnavailableError(absl::StrCat("cuBLASLt ", library, " lacks " #f ": ", dlerror())); \
+#define H3_CUBLASLT_RESOLVE(f)                                             \
+  lt->api_.f = reinterpret_cast<decltype(&::f)>(dlsym(dl, #f));            \
+  if (lt->api_.f == nullptr) {                                             \
+    return absl::UnavailableError(                                         \
+        absl::StrCat("cuBLASLt ", library, " lacks " #f ": ", dlerror())); \
   }
   H3_CUBLASLT_FUNCTIONS(H3_CUBLASLT_RESOLVE)
 #undef H3_CUBLASLT_RESOLVE
@@ -67,21 +67,24 @@ CublasLt::~CublasLt() {
 
 absl::Status CublasLt::Check(cublasStatus_t status, const char* what) const {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  const char* name = api_.cublasLtGetStatusName != nullptr ? api_.cublasLtGetStatusName(status) : "";
+  const char* name =
+      api_.cublasLtGetStatusName != nullptr ? api_.cublasLtGetStatusName(status) : "";
   return absl::InternalError(absl::StrCat(what, ": ", name, " (", static_cast<int>(status), ")"));
 }
 
-absl::StatusOr<std::unique_ptr<LtMatmul>> LtMatmul::Create(const CublasLt& lt, Kind kind,
-                                                           int64_t m, int64_t n, int64_t k) {
+absl::StatusOr<std::unique_ptr<LtMatmul>> LtMatmul::Create(const CublasLt& lt, Kind kind, int64_t m,
+                                                           int64_t n, int64_t k) {
   const CublasLtApi& api = lt.api();
   std::unique_ptr<LtMatmul> p(new LtMatmul(lt));
   const bool fp4 = kind == Kind::kNvfp4;
   const cudaDataType_t ab = fp4 ? CUDA_R_4F_E2M1 : CUDA_R_16BF;
   const cudaDataType_t d = fp4 ? CUDA_R_32F : CUDA_R_16BF;
-  H3_RETURN_IF_ERROR(lt.Check(api.cublasLtMatmulDescCreate(&p->desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                              "cublasLtMatmulDescCreate"));
+  H3_RETURN_IF_ERROR(
+      lt.Check(api.cublasLtMatmulDescCreate(&p->desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+               "cublasLtMatmulDescCreate"));
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const auto& value, const char* what) {
-    return lt.Check(api.cublasLtMatmulDescSetAttribute(p->desc_, attr, &value, sizeof(value)), what);
+    return lt.Check(api.cublasLtMatmulDescSetAttribute(p->desc_, attr, &value, sizeof(value)),
+                    what);
   };
   H3_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "TRANSA"));
   H3_RETURN_IF_ERROR(set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "TRANSB"));
@@ -101,8 +104,9 @@ absl::StatusOr<std::unique_ptr<LtMatmul>> LtMatmul::Create(const CublasLt& lt, K
   const uint32_t align = 256;  // cudaMalloc'd buffers, as PyTorch reports for fresh tensors
   api.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                            sizeof(ws));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     api.cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
   }
   cublasLtMatmulHeuristicResult_t heur[kMaxAlgos] = {};
@@ -133,10 +137,10 @@ LtMatmul::~LtMatmul() {
 
 absl::Status LtMatmul::SetScales(const void* w_scales, const void* x_scales) {
   const CublasLtApi& api = lt_.api();
-  H3_RETURN_IF_ERROR(lt_.Check(api.cublasLtMatmulDescSetAttribute(
-                                   desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales,
-                                   sizeof(w_scales)),
-                               "A_SCALE_POINTER"));
+  H3_RETURN_IF_ERROR(
+      lt_.Check(api.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                   &w_scales, sizeof(w_scales)),
+                "A_SCALE_POINTER"));
   return lt_.Check(api.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                       &x_scales, sizeof(x_scales)),
                    "B_SCALE_POINTER");
@@ -146,10 +150,10 @@ absl::Status LtMatmul::Enqueue(const void* w, const void* x, void* d, float alph
                                cudaStream_t stream, int algo) const {
   const float beta = 0.f;
   const cublasLtMatmulAlgo_t& a = algos_[algo < 0 ? chosen_ : algo];
-  return lt_.Check(lt_.api().cublasLtMatmul(lt_.handle(), desc_, &alpha, w, a_, x, b_, &beta, d,
-                                            d_, d, d_, &a, lt_.workspace(),
-                                            CublasLt::kWorkspaceBytes, stream),
-                   "cublasLtMatmul");
+  return lt_.Check(
+      lt_.api().cublasLtMatmul(lt_.handle(), desc_, &alpha, w, a_, x, b_, &beta, d, d_, d, d_, &a,
+                               lt_.workspace(), CublasLt::kWorkspaceBytes, stream),
+      "cublasLtMatmul");
 }
 
 }  // namespace h3::bench

@@ -31,13 +31,14 @@
 namespace h3::bench {
 
 // The cuBLASLt entry points the bench calls, resolved by dlsym (types from cublasLt.h).
-#define H3_CUBLASLT_FUNCTIONS(X)                                                         \
-  X(cublasLtCreate)                                                                      \
-  X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)                      \
-  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
-  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                   \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define H3_CUBLASLT_FUNCTIONS(X)                                                                   \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy)                                                                               \
+  X(cublasLtGetVersion) X(cublasLtGetStatusName) X(cublasLtMatmulDescCreate)                       \
+      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)                         \
+              X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)           \
+                  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 struct CublasLtApi {
 #define H3_CUBLASLT_MEMBER(f) decltype(&::f) f = nullptr;
@@ -85,7 +86,7 @@ class LtMatmul {
   };
 
   static absl::StatusOr<std::unique_ptr<LtMatmul>> Create(const CublasLt& lt, Kind kind, int64_t m,
-                                                         int64_t n, int64_t k);
+                                                          int64_t n, int64_t k);
   ~LtMatmul();
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;

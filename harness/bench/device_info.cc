@@ -56,11 +56,13 @@ absl::StatusOr<double> MeasureCopyBandwidthGbps() {
   for (int i = 0; i < 10 && status.ok(); ++i) {
     float ms = 0;
     status.Update(testbed::CudaStatus(cudaEventRecord(start), "cudaEventRecord"));
-    status.Update(testbed::CudaStatus(
-        cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"));
+    status.Update(
+        testbed::CudaStatus(cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice),
+                            "cudaMemcpyAsync"));
     status.Update(testbed::CudaStatus(cudaEventRecord(stop), "cudaEventRecord"));
     status.Update(testbed::CudaStatus(cudaEventSynchronize(stop), "cudaEventSynchronize"));
-    status.Update(testbed::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"));
+    status.Update(
+        testbed::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime"));
     best_ms = std::min(best_ms, ms);
   }
   cudaEventDestroy(start);

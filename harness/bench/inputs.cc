@@ -43,17 +43,17 @@ absl::Status FillSet(int64_t m, uint64_t seed, cudaStream_t stream, RotationSet&
       FillRandomBytes(s.w_sf.get(), s.w_sf.count(), seed, kWSf, 0x1F, 0x20, stream));
   // The swizzle step writes only the real scales: the padding stays zero, as cuBLASLt expects.
   H3_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.act_sf_swz.get(), 0, s.act_sf_swz.bytes(), stream));
-  return testbed::CudaStatus(cudaMemcpyAsync(s.act_gs.get(), &kActGs, sizeof(float),
-                                             cudaMemcpyHostToDevice, stream),
-                             "cudaMemcpyAsync (act_gs)");
+  return testbed::CudaStatus(
+      cudaMemcpyAsync(s.act_gs.get(), &kActGs, sizeof(float), cudaMemcpyHostToDevice, stream),
+      "cudaMemcpyAsync (act_gs)");
 }
 
 }  // namespace
 
 double FusedBytes(int64_t m) {
   const double md = static_cast<double>(m);
-  return md * kK * 2.0 + 2.0 * (md * kK / 2.0 + md * kK / 16.0) + kN * kK / 2.0 +
-         kN * kK / 16.0 + 2.0 * md * kN * 2.0 + md * 4.0;
+  return md * kK * 2.0 + 2.0 * (md * kK / 2.0 + md * kK / 16.0) + kN * kK / 2.0 + kN * kK / 16.0 +
+         2.0 * md * kN * 2.0 + md * 4.0;
 }
 
 int RotationCount(int64_t m, int64_t l2_bytes) {
@@ -82,8 +82,8 @@ absl::StatusOr<std::unique_ptr<Inputs>> MakeInputs(int64_t m, int64_t l2_bytes,
   absl::StatusOr<std::vector<uint16_t>> gate = s0.gate.Download();
   absl::StatusOr<std::vector<uint8_t>> w_q = s0.w_q.Download();
   absl::StatusOr<std::vector<uint8_t>> w_sf = s0.w_sf.Download();
-  for (const absl::Status& st : {attn.status(), res.status(), gi.status(), gate.status(),
-                                 w_q.status(), w_sf.status()}) {
+  for (const absl::Status& st :
+       {attn.status(), res.status(), gi.status(), gate.status(), w_q.status(), w_sf.status()}) {
     H3_RETURN_IF_ERROR(st);
   }
   h.attn = *std::move(attn);

@@ -25,31 +25,31 @@ inline constexpr int64_t kCheckRows = 12;             // rows each check compare
 
 // One copy of every tensor any contender reads or writes.
 struct RotationSet {
-  testbed::DeviceBuffer<uint16_t> attn;        // bf16 [m, K]
-  testbed::DeviceBuffer<uint16_t> residual;    // bf16 [m, N]
-  testbed::DeviceBuffer<uint16_t> out;         // bf16 [m, N]
-  testbed::DeviceBuffer<uint16_t> gate;        // bf16 [G, N]
-  testbed::DeviceBuffer<int32_t> gate_index;   // [m]
-  testbed::DeviceBuffer<uint16_t> w_bf16;      // bf16 [N, K]: the bf16 baselines' weight
-  testbed::DeviceBuffer<uint8_t> w_q;          // e2m1 [N, K/2]
-  testbed::DeviceBuffer<uint8_t> w_sf;         // ue4m3, SwizzledScaleBytes(N, K/16)
-  testbed::DeviceBuffer<float> act_gs;         // [1]
-  testbed::DeviceBuffer<uint8_t> act_q;        // e2m1 [m, K/2]
-  testbed::DeviceBuffer<uint8_t> act_sf;       // ue4m3 [m, K/16], linear
-  testbed::DeviceBuffer<uint8_t> act_sf_swz;   // SwizzledScaleBytes(m, K/16): cuBLASLt's layout
-  testbed::DeviceBuffer<uint16_t> o_bf16;      // bf16 [m, N]: the bf16 GEMM's output
-  testbed::DeviceBuffer<float> o_f32;          // f32 [m, N]: the NVFP4 GEMM's output, copy target
+  testbed::DeviceBuffer<uint16_t> attn;       // bf16 [m, K]
+  testbed::DeviceBuffer<uint16_t> residual;   // bf16 [m, N]
+  testbed::DeviceBuffer<uint16_t> out;        // bf16 [m, N]
+  testbed::DeviceBuffer<uint16_t> gate;       // bf16 [G, N]
+  testbed::DeviceBuffer<int32_t> gate_index;  // [m]
+  testbed::DeviceBuffer<uint16_t> w_bf16;     // bf16 [N, K]: the bf16 baselines' weight
+  testbed::DeviceBuffer<uint8_t> w_q;         // e2m1 [N, K/2]
+  testbed::DeviceBuffer<uint8_t> w_sf;        // ue4m3, SwizzledScaleBytes(N, K/16)
+  testbed::DeviceBuffer<float> act_gs;        // [1]
+  testbed::DeviceBuffer<uint8_t> act_q;       // e2m1 [m, K/2]
+  testbed::DeviceBuffer<uint8_t> act_sf;      // ue4m3 [m, K/16], linear
+  testbed::DeviceBuffer<uint8_t> act_sf_swz;  // SwizzledScaleBytes(m, K/16): cuBLASLt's layout
+  testbed::DeviceBuffer<uint16_t> o_bf16;     // bf16 [m, N]: the bf16 GEMM's output
+  testbed::DeviceBuffer<float> o_f32;         // f32 [m, N]: the NVFP4 GEMM's output, copy target
 };
 
 // Set 0's inputs on the host: the sampled rows of the M-sized tensors (testbed::SampleRows: first,
 // last, the tile edges, the middle and random rows, kCheckRows in all), the small ones whole.
 struct HostRows {
-  std::vector<int64_t> rows;         // ascending op rows
-  std::vector<uint16_t> attn;        // bf16 [rows, K]
-  std::vector<uint16_t> residual;    // bf16 [rows, N]
-  std::vector<int32_t> gate_index;   // [rows]
-  std::vector<uint16_t> gate;        // bf16 [G, N]
-  std::vector<uint8_t> w_q, w_sf;    // as on the device
+  std::vector<int64_t> rows;        // ascending op rows
+  std::vector<uint16_t> attn;       // bf16 [rows, K]
+  std::vector<uint16_t> residual;   // bf16 [rows, N]
+  std::vector<int32_t> gate_index;  // [rows]
+  std::vector<uint16_t> gate;       // bf16 [G, N]
+  std::vector<uint8_t> w_q, w_sf;   // as on the device
 };
 
 struct Inputs {

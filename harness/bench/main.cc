@@ -21,8 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
-#include "harness/bench/context.h"
 #include "harness/bench/contenders.h"
+#include "harness/bench/context.h"
 #include "harness/bench/runner.h"
 #include "kernels/out_proj.h"
 
@@ -105,25 +105,23 @@ int Main(int argc, char** argv) {
   BenchContext* ctx = created->get();
   const DeviceInfo& d = ctx->device();
   absl::StatusOr<std::string> build = OutProjBackendName(options.sm90_emulation);
-  std::fprintf(stderr,
-               "device: %s (sm_%d%d, %d SMs, L2 %d MiB); fused op build: %s\n"
-               "roofline: %s peak %.1f TFLOP/s (datasheet), memory %.0f GB/s (datasheet); "
-               "measured D2D copy (1 GiB, best of 10): %.0f GB/s\n"
-               "baselines: %s\n",
-               d.prop.name, d.prop.major, d.prop.minor, d.prop.multiProcessorCount,
-               d.prop.l2CacheSize >> 20,
-               build.ok() ? build->c_str() : build.status().ToString().c_str(),
-               d.peak_what.c_str(), d.peak_op_tflops, d.datasheet_gbps, ctx->copy_gbps(),
-               ctx->lt() != nullptr
-                   ? ctx->lt()->description().c_str()
-                   : absl::StrCat("cuBLAS contenders skipped: ", ctx->lt_status().ToString())
-                         .c_str());
+  std::fprintf(
+      stderr,
+      "device: %s (sm_%d%d, %d SMs, L2 %d MiB); fused op build: %s\n"
+      "roofline: %s peak %.1f TFLOP/s (datasheet), memory %.0f GB/s (datasheet); "
+      "measured D2D copy (1 GiB, best of 10): %.0f GB/s\n"
+      "baselines: %s\n",
+      d.prop.name, d.prop.major, d.prop.minor, d.prop.multiProcessorCount, d.prop.l2CacheSize >> 20,
+      build.ok() ? build->c_str() : build.status().ToString().c_str(), d.peak_what.c_str(),
+      d.peak_op_tflops, d.datasheet_gbps, ctx->copy_gbps(),
+      ctx->lt() != nullptr
+          ? ctx->lt()->description().c_str()
+          : absl::StrCat("cuBLAS contenders skipped: ", ctx->lt_status().ToString()).c_str());
   for (int64_t m : ms) {
     for (const Contender& c : Contenders()) {
-      benchmark::RegisterBenchmark(absl::StrCat(c.name, "/M:", m).c_str(),
-                                   [ctx, &c, m](benchmark::State& state) {
-                                     RunBenchmark(state, *ctx, c, m);
-                                   })
+      benchmark::RegisterBenchmark(
+          absl::StrCat(c.name, "/M:", m).c_str(),
+          [ctx, &c, m](benchmark::State& state) { RunBenchmark(state, *ctx, c, m); })
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           // Each repetition starts in the contender's own steady state (clocks under its load),

@@ -11,16 +11,16 @@
 namespace h3::perf_model {
 namespace {
 
-constexpr double kSubPartitions = 4;            // SMSPs per SM, each with its own tensor pipe
+constexpr double kSubPartitions = 4;             // SMSPs per SM, each with its own tensor pipe
 constexpr double kOmmaFlop = 2.0 * 16 * 8 * 64;  // one mma.m16n8k64
-constexpr double kMbarrierClk = 20;             // try_wait + arrive + stage bookkeeping
-constexpr double kSmemAlignPad = 1024 - 16;     // config.cuh: kSmemAlign - 16
-constexpr double kWavefront = 128;              // bytes of one shared-memory wavefront
+constexpr double kMbarrierClk = 20;              // try_wait + arrive + stage bookkeeping
+constexpr double kSmemAlignPad = 1024 - 16;      // config.cuh: kSmemAlign - 16
+constexpr double kWavefront = 128;               // bytes of one shared-memory wavefront
 // Consumer issue slots per warp, from NOTES.md's SASS reading of the sm_120a main loop
 // (per stage of 4 k-steps: 64 OMMA, 44 NOP, 24 LDSM, 20 LDS, 37 other = 189), generalized:
-constexpr double kNopPerOmma = 44.0 / 64.0;     // nvcc pads every OMMA pair with NOPs
-constexpr double kOtherPerKStep = 5;            // address arithmetic per k-step
-constexpr double kOtherPerStage = 17;           // barrier wait / arrive, stage index, loop
+constexpr double kNopPerOmma = 44.0 / 64.0;  // nvcc pads every OMMA pair with NOPs
+constexpr double kOtherPerKStep = 5;         // address arithmetic per k-step
+constexpr double kOtherPerStage = 17;        // barrier wait / arrive, stage index, loop
 // Quantizer registers (estimate): pointers, loop state, qp, the 16 converted values, and the
 // two uint4 loads of each block in flight.
 constexpr int kQuantRegsBase = 40;
@@ -112,13 +112,12 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
 
   // Shared memory.
   f.stage_bytes = static_cast<int64_t>(StageBytes(d));
-  double smem = d.stages * (d.bm * d.bk / 2.0 + d.bn * d.bk / 2.0 + SfbStageBytes(d)) +
-                SfaSmemBytes(d);
-  smem += 2.0 * d.stages * 8;                                              // full/empty mbarriers
+  double smem =
+      d.stages * (d.bm * d.bk / 2.0 + d.bn * d.bk / 2.0 + SfbStageBytes(d)) + SfaSmemBytes(d);
+  smem += 2.0 * d.stages * 8;  // full/empty mbarriers
   if (d.sfa_load == SfaLoad::kTmaBoxPairStages) smem += 2.0 * (d.stages / 2 + 1) * 8;
   const bool stages_gate = d.epilogue == Epilogue::kSerialL2Prefetch ||
-                           d.epilogue == Epilogue::kPingPong ||
-                           d.epilogue == Epilogue::kSmemStaged;
+                           d.epilogue == Epilogue::kPingPong || d.epilogue == Epilogue::kSmemStaged;
   if (stages_gate) {
     // gate_index[m-tile] and gate[:, n-tile] TMA'd per tile by the load warp (per group).
     smem += d.consumer_groups * (d.bm * 4.0 + p.g * d.bn * 2.0 + 16);
@@ -156,7 +155,8 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
     rc = d.regs_consumer;
     rp = d.regs_producer;
     for (int r : {rc, rp}) {
-      if (r % 8 != 0 || r < 24 || r > 256) fail(absl::StrFormat("setmaxnreg %d not in 24..256/8", r));
+      if (r % 8 != 0 || r < 24 || r > 256)
+        fail(absl::StrFormat("setmaxnreg %d not in 24..256/8", r));
     }
     f.regs_total = 32LL * producer_warps * rp + 32LL * d.ConsumerWarps() * rc;
     // CUTLASS keeps the sum within the launch allocation (e.g. 40 + 232 over 384 threads at 168).
@@ -235,9 +235,9 @@ Hardware Rtx5090() {
                       "ASSUMED: one quantizer warp per sub-partition beside two consumer warps, "
                       "dependent ALU chains",
                       true};
-  h.gemm_anchor_tflops = {1306.48,
-                          std::string(kGnKernels) +
-                              " 'Realistic SOL': cuBLASLt NVFP4 best square 4096..15360, 600 W"};
+  h.gemm_anchor_tflops = {
+      1306.48,
+      std::string(kGnKernels) + " 'Realistic SOL': cuBLASLt NVFP4 best square 4096..15360, 600 W"};
   return h;
 }
 
@@ -257,9 +257,9 @@ Hardware RtxPro6000() {
                         "0.84 of the same spec)",
                         true};
   h.l2_size_bytes = {128.0 * 1024 * 1024, "128 MB L2 (full GB202, NVIDIA datasheet)"};
-  h.gemm_anchor_tflops = {1425.95,
-                          std::string(kGnKernels) +
-                              " 'Realistic SOL': cuBLASLt NVFP4 best square 4096..15360, 600 W"};
+  h.gemm_anchor_tflops = {
+      1425.95,
+      std::string(kGnKernels) + " 'Realistic SOL': cuBLASLt NVFP4 best square 4096..15360, 600 W"};
   return h;
 }
 
@@ -297,14 +297,14 @@ const Hardware* Sm120HardwareForSmCount(int sm_count) {
 // ---------------------------------------------------------------------------------------------
 // Designs.
 
-Design CurrentDesign() {
-  // kernels/config.cuh (Sm120Config = OutProjConfig<2, kSm120SmemBytes>): kBM = kBN = 128,
-  // kBK = 256, kStages = 2, kWarpsM x kWarpsN = 2 x 4 (64 x 32 warp tiles), kLoadWarp + 3
-  // kQuantWarps, 384 threads, __launch_bounds__(384, 1) -> 168 registers (ptxas: 168, 0 spills),
-  // kQuantRows = 4; out_proj_kernel.cuh: QuantizerLoop kDepth = 4, m-tile-major static
+Design V1Design() {
+  // The kernel before session 8's pipeline change (Sm120Config = OutProjConfig<2, 101376>):
+  // kBM = kBN = 128, kBK = 256, kStages = 2, kWarpsM x kWarpsN = 2 x 4 (64 x 32 warp tiles),
+  // kLoadWarp + 3 kQuantWarps, 384 threads, __launch_bounds__(384, 1) -> 168 registers (ptxas: 168,
+  // 0 spills), kQuantRows = 4; out_proj_kernel.cuh: QuantizerLoop kDepth = 4, m-tile-major static
   // persistent tiles, act-scale TMA box [128][16 B]; epilogue.cuh: StoreTile after the main loop.
   Design d;
-  d.name = "current";
+  d.name = "v1_128x128_k256_s2";
   d.summary = "128x128x256 x2 stages, 8 warps of 64x32, 168 regs, serial epilogue from DRAM";
   d.bm = 128;
   d.bn = 128;
@@ -325,11 +325,24 @@ Design CurrentDesign() {
   return d;
 }
 
+Design CurrentDesign() {
+  // kernels/config.cuh (Sm120Config = OutProjConfig<4, 128, kSm120SmemBytes>): V1Design() with
+  // kBK = 128 x 4 stages, the activation-scale TMA box [128][16 B] loaded every other stage into
+  // 3 slots; ptxas sm_120f: 146 registers, 0 spills.
+  Design d = V1Design();
+  d.name = "current";
+  d.summary = "128x128x128 x4 stages, 8 warps of 64x32, serial epilogue from DRAM";
+  d.bk = 128;
+  d.stages = 4;
+  d.sfa_load = SfaLoad::kTmaBoxPairStages;
+  return d;
+}
+
 namespace {
 
 // The v2 building blocks.
 Design V2Base(const std::string& name, int bm, int bn, int stages, int warps_m, int warps_n) {
-  Design d = CurrentDesign();
+  Design d = V1Design();
   d.name = name;
   d.bm = bm;
   d.bn = bn;
@@ -456,8 +469,8 @@ Design GemmOnlyReference() {
 
 std::vector<Design> DesignLadder() {
   std::vector<Design> out;
-  Design d = CurrentDesign();
-  d.name = "L0_current";
+  Design d = V1Design();
+  d.name = "L0_v1";
   out.push_back(d);
   d = V2Base("L1_bk128_s4", 128, 128, 4, 2, 4);
   d.summary = "BK 256 -> 128 x 4 stages (pair-stage act-scale box)";
@@ -501,10 +514,11 @@ const Design* FindDesign(const std::string& name) {
   static const std::vector<Design>* const all = [] {
     auto* v = new std::vector<Design>();
     v->push_back(CurrentDesign());
+    v->push_back(V1Design());
     for (const Design& d : CandidateDesigns()) v->push_back(d);
     v->push_back(GemmOnlyReference());
     for (const Design& d : DesignLadder()) v->push_back(d);
-    Design big = CurrentDesign();
+    Design big = V1Design();
     big.name = "x_256x256_k256_s2";
     big.summary = "over budget on purpose: 256x256x256 x2 stages";
     big.bm = big.bn = 256;
@@ -569,11 +583,9 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   const bool split_schedule =
       d.schedule == Schedule::kStreamKTail || (d.schedule == Schedule::kPhased && d.phases > 1);
   // SMs the split schedules spread the work over.
-  const double sms_used = (split_schedule && split_cap > 0)
-                              ? std::min(sms, std::max(1.0, tiles * split_cap))
-                              : sms;
-  const double active_sms =
-      split_schedule ? sms_used : std::min(sms, std::max(1.0, tiles));
+  const double sms_used =
+      (split_schedule && split_cap > 0) ? std::min(sms, std::max(1.0, tiles * split_cap)) : sms;
+  const double active_sms = split_schedule ? sms_used : std::min(sms, std::max(1.0, tiles));
 
   // ---- Bytes per tile (as the TMA loads them). ----
   r.tile_bytes.a_codes = d.bm * K / 2;
@@ -610,7 +622,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   // ---- Work per SM: how many tile-equivalents the critical SM runs. ----
   double tiles_per_sm = 0;  // incl. partial tiles of stream-K / phases
   double epilogues_per_sm = 0;
-  double fixup_partials = 0;  // f32 partial tiles the critical SM reads (worst alignment)
+  double fixup_partials = 0;      // f32 partial tiles the critical SM reads (worst alignment)
   double fixup_partials_avg = 0;  // per split tile, over the call (for the bytes)
   switch (d.schedule) {
     case Schedule::kStatic:
@@ -684,8 +696,8 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   // Shared memory wavefronts of one stage: ldmatrix.x4 = 4, scale LDS = 1 (sfa LDS.64/128 with
   // broadcast = 2), the TMA's writes, and the L1 share of the quantizer's / epilogue's traffic.
   s.ldmatrix_bytes = wpg * ldsm_w * 512.0;
-  double wavefronts = wpg * ldsm_w * 4 + wpg * (d.MFrags() * 2.0 + (lds_w - d.MFrags())) +
-                      stage_bytes / kWavefront;
+  double wavefronts =
+      wpg * ldsm_w * 4 + wpg * (d.MFrags() * 2.0 + (lds_w - d.MFrags())) + stage_bytes / kWavefront;
   double other_l2 = 0;  // SM-side L2 bytes of the whole call besides the operand feed
   double epi_bytes_tile = 0;
   if (!d.gemm_only) {
@@ -724,7 +736,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip.
   s.latency = (hw.tma_latency_s.value + stage_bytes / port) / (d.stages - 1);
   s.period = std::max({s.mma, s.smem, s.l2, s.latency});
-  s.limiter = s.period == s.mma ? (s.mma == s.issue ? "issue" : "MMA")
+  s.limiter = s.period == s.mma    ? (s.mma == s.issue ? "issue" : "MMA")
               : s.period == s.smem ? "smem"
               : s.period == s.l2   ? "L2"
                                    : "TMA latency";
@@ -742,14 +754,14 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   const double main_demand_sm =
       (stage_bytes + (stages_per_sm > 0 ? other_l2_main / active_sms / stages_per_sm : 0)) /
       s.period;
-  const double l2_for_burst = std::max(
-      0.05 * hw.l2_bytes_per_s.value,
-      hw.l2_bytes_per_s.value - (active_sms - sync_sms) * main_demand_sm);
+  const double l2_for_burst =
+      std::max(0.05 * hw.l2_bytes_per_s.value,
+               hw.l2_bytes_per_s.value - (active_sms - sync_sms) * main_demand_sm);
   const double pairs = d.bm * d.bn / 2.0;
   const double epi_warps = d.epilogue == Epilogue::kSmemStaged ? wpg : wpg;
   const double epi_w_per_smsp = std::max(1.0, std::ceil(epi_warps / kSubPartitions));
-  const double alu = pairs * d.epilogue_instr_per_pair / 32 / std::min(kSubPartitions, epi_warps) /
-                     clk;
+  const double alu =
+      pairs * d.epilogue_instr_per_pair / 32 / std::min(kSubPartitions, epi_warps) / clk;
   const double res_b = d.bm * d.bn * 2.0, out_b = d.bm * d.bn * 2.0;
   // Bandwidth in a burst: the bursting SMs share the L2 the others leave (and DRAM for a
   // residual not yet in L2); one SM alone bursts at its port rate.
@@ -780,12 +792,11 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
     case Epilogue::kSmemStaged: {
       // Consumers: t = bf16(gate * o) into smem (~7 instr per pair incl. the STS) + a barrier;
       // producers: residual from L2 (prefetched) + add + store, under the next main loop.
-      const double consumer =
-          pairs * 7.0 / 32 / std::min(kSubPartitions, epi_warps) / clk +
-          res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk;
-      const double producer = std::max(
-          {pairs * 6.0 / 32 / std::max(1, d.quant_warps) / hw.quant_warp_ipc.value / clk,
-           burst(res_b + out_b, 0), 2 * hw.l2_latency_s.value});
+      const double consumer = pairs * 7.0 / 32 / std::min(kSubPartitions, epi_warps) / clk +
+                              res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk;
+      const double producer =
+          std::max({pairs * 6.0 / 32 / std::max(1, d.quant_warps) / hw.quant_warp_ipc.value / clk,
+                    burst(res_b + out_b, 0), 2 * hw.l2_latency_s.value});
       epi = consumer + producer;
       epi_exposed = consumer + std::max(0.0, producer - r.tile_main);
       break;
@@ -845,8 +856,8 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
         break;
     }
     // Cold start: the weight comes from DRAM during the first tiles, beside the quantizer.
-    const double cold = (weight * first_n_frac + first_rows * K * (2 + 0.5 + 1.0 / 16)) /
-                        hw.dram_bytes_per_s.value;
+    const double cold =
+        (weight * first_n_frac + first_rows * K * (2 + 0.5 + 1.0 / 16)) / hw.dram_bytes_per_s.value;
     keepup = std::max(keepup, cold - quant_ready - first_main);
   } else {
     const double cold =

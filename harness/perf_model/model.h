@@ -32,16 +32,16 @@ struct Hardware {
   Cited l2_latency_s;             // load-to-use latency of an L2 hit
   Cited l2_port_bytes_per_clk;    // one SM's L2 -> SM return bandwidth when it bursts alone
   Cited dram_bytes_per_s;
-  Cited dram_latency_s;           // loaded DRAM round trip seen by a load
-  Cited smem_bytes_per_clk;       // per SM (L1 / shared data path)
-  Cited smem_per_block;           // dynamic shared memory one CTA may use
-  Cited regs_per_sm;              // 32-bit registers
+  Cited dram_latency_s;      // loaded DRAM round trip seen by a load
+  Cited smem_bytes_per_clk;  // per SM (L1 / shared data path)
+  Cited smem_per_block;      // dynamic shared memory one CTA may use
+  Cited regs_per_sm;         // 32-bit registers
   Cited l2_size_bytes;
-  Cited tma_latency_s;            // issue -> complete_tx of one stage's TMA loads, unloaded
-  Cited ldsm_latency_clk;         // ldmatrix / LDS load-to-use
-  Cited quant_instr_per_block;    // SASS instructions per 16-element quantization block
-  Cited quant_warp_ipc;           // issue rate one quantizer warp sustains beside the consumers
-  Cited gemm_anchor_tflops;       // measured cuBLASLt NVFP4 GEMM alone (calibration anchor)
+  Cited tma_latency_s;          // issue -> complete_tx of one stage's TMA loads, unloaded
+  Cited ldsm_latency_clk;       // ldmatrix / LDS load-to-use
+  Cited quant_instr_per_block;  // SASS instructions per 16-element quantization block
+  Cited quant_warp_ipc;         // issue rate one quantizer warp sustains beside the consumers
+  Cited gemm_anchor_tflops;     // measured cuBLASLt NVFP4 GEMM alone (calibration anchor)
 
   // The clock every per-clock resource (tensor pipe, issue, shared memory, L2 port) runs at:
   // mma_tflops / (sms * mma_flop_per_clk_per_sm). For the RTX 5090 this is the clock mmapeak's
@@ -85,10 +85,10 @@ enum class QuantOrder {
 };
 
 enum class Schedule {
-  kStatic,           // today: persistent, tile = blockIdx + i * gridDim, m-tile-major
-  kStreamKTail,      // static full waves + the last partial wave split along k over all SMs
-  kPhased,           // static, but SMs in `phases` groups start 1/phases tile apart (half of
-                     // them begin with a k-slice of a tail tile): epilogue bursts desynchronized
+  kStatic,       // today: persistent, tile = blockIdx + i * gridDim, m-tile-major
+  kStreamKTail,  // static full waves + the last partial wave split along k over all SMs
+  kPhased,       // static, but SMs in `phases` groups start 1/phases tile apart (half of
+                 // them begin with a k-slice of a tail tile): epilogue bursts desynchronized
 };
 
 // How the activation scales (act_sf [M, K/16] linear, public layout) reach shared memory.
@@ -142,11 +142,14 @@ struct Design {
 // kernels' targets are not visible to this package): a static_assert against Sm120Config
 // belongs in a target that can see both.
 Design CurrentDesign();
+// The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
+// calibration against NOTES.md's hand arithmetic, and the ladder's first step.
+Design V1Design();
 // The v2 candidates compared by the tool (names are the --design values).
 std::vector<Design> CandidateDesigns();
 // The cuBLASLt-like GEMM-only reference used to calibrate against the measured anchor.
 Design GemmOnlyReference();
-// Cumulative design choices, one per step, from CurrentDesign() to the recommended v2.
+// Cumulative design choices, one per step, from V1Design() to the recommended v2.
 std::vector<Design> DesignLadder();
 // Every design above by name; nullptr if none.
 const Design* FindDesign(const std::string& name);
@@ -167,9 +170,9 @@ struct Feasibility {
   std::vector<std::string> reasons;  // why not, when !ok
   int64_t smem_bytes = 0;            // dynamic shared memory incl. barriers and alignment pad
   int64_t stage_bytes = 0;
-  int launch_regs = 0;               // per thread at launch (65536 / threads, multiple of 8)
-  int64_t regs_total = 0;            // after setmaxnreg
-  int consumer_regs_needed = 0;      // estimate: accumulators + fragments + overhead
+  int launch_regs = 0;           // per thread at launch (65536 / threads, multiple of 8)
+  int64_t regs_total = 0;        // after setmaxnreg
+  int consumer_regs_needed = 0;  // estimate: accumulators + fragments + overhead
   int producer_regs_needed = 0;
 };
 
@@ -210,33 +213,33 @@ struct Prediction {
   Feasibility feasibility;
   // Shape.
   int64_t m_tiles = 0, n_tiles = 0, tiles = 0, k_blocks = 0;
-  double tiles_per_sm = 0;       // what the critical SM runs (static: ceil(tiles / SMs))
-  double wave_efficiency = 0;    // useful MMA work / (SMs x critical SM's MMA work)
+  double tiles_per_sm = 0;     // what the critical SM runs (static: ceil(tiles / SMs))
+  double wave_efficiency = 0;  // useful MMA work / (SMs x critical SM's MMA work)
   TileBytes tile_bytes;
   StageTimes stage;
-  double bytes_per_kflop = 0;    // L2 operand bytes per 1000 FLOP of the tile
+  double bytes_per_kflop = 0;  // L2 operand bytes per 1000 FLOP of the tile
   // Per tile.
-  double tile_main = 0;          // k_blocks x stage period
-  double epilogue_tile = 0;      // an epilogue's own duration (overlapped or not)
+  double tile_main = 0;      // k_blocks x stage period
+  double epilogue_tile = 0;  // an epilogue's own duration (overlapped or not)
   double epilogue_exposed_tile = 0;
   // Quantizer.
-  double quant_bytes_per_s = 0;  // attn_out read rate the quantizer warps sustain (aggregate)
-  double startup_quant = 0;      // first MMA waits for quantized rows
-  double startup_fill = 0;       // first stage's TMA round trip
-  double quant_keepup_stall = 0; // quantizer behind the GEMM after the first MMA
+  double quant_bytes_per_s = 0;   // attn_out read rate the quantizer warps sustain (aggregate)
+  double startup_quant = 0;       // first MMA waits for quantized rows
+  double startup_fill = 0;        // first stage's TMA round trip
+  double quant_keepup_stall = 0;  // quantizer behind the GEMM after the first MMA
   // DRAM / L2 totals.
   DramBytes dram;
   double l2_bytes_total = 0;
   // Whole-kernel components on the critical SM (seconds).
   double t_mma = 0, t_l2 = 0, t_smem = 0, t_latency = 0;  // stages x each stage term
-  double t_main = 0;             // stages x period (+ stream-K / phase fix-ups)
+  double t_main = 0;  // stages x period (+ stream-K / phase fix-ups)
   double t_fixup = 0;
-  double t_epilogue = 0;         // exposed epilogue, all tiles
+  double t_epilogue = 0;  // exposed epilogue, all tiles
   double t_startup = 0;
-  double t_waves = 0;            // idle time of the critical SM's last partial wave
-  double t_dram = 0;             // DRAM bytes / DRAM bandwidth
-  double t_compute = 0;          // startup + main + exposed epilogue
-  double t_total = 0;            // max(t_compute, t_dram)
+  double t_waves = 0;    // idle time of the critical SM's last partial wave
+  double t_dram = 0;     // DRAM bytes / DRAM bandwidth
+  double t_compute = 0;  // startup + main + exposed epilogue
+  double t_total = 0;    // max(t_compute, t_dram)
   double tflops = 0;
   std::string limiter;
 };

@@ -27,16 +27,16 @@ const Design& Named(const std::string& name) {
 
 struct BytesCase {
   std::string design;
-  int64_t stage_bytes;   // A codes + B codes + SFA + SFB of one stage
-  double tile_total;     // over K = 7168
-  int64_t smem_bytes;    // incl. barriers, staging and the 1008-byte realignment pad
+  int64_t stage_bytes;  // A codes + B codes + SFA + SFB of one stage
+  double tile_total;    // over K = 7168
+  int64_t smem_bytes;   // incl. barriers, staging and the 1008-byte realignment pad
 };
 
 TEST(ModelTest, BytesPerStageTileAndSmem) {
   const std::vector<BytesCase> cases = {
       // 128x128x256: 128*128 + 128*128 + 128*16 + 128*16 = 36864; x 28 k-blocks = 1032192 (NOTES'
       // "1.03 MB"); smem 2 x 36864 + 32 B of mbarriers + 1008 pad = 74768 (NOTES: 74,768 B).
-      {"current", 36864, 1032192, 74768},
+      {"v1_128x128_k256_s2", 36864, 1032192, 74768},
       // 128x128x128: 8192 + 8192 + 1024 + 1024 = 18432; smem 4 x (8192+8192+1024) + 3 pair slots
       // x 128 x 16 + 4*2*8 + 3*2*8 + 1008 = 69632 + 6144 + 64 + 48 + 1008.
       {"v2_128x128_k128_s4", 18432, 18432.0 * 56, 76896},
@@ -56,7 +56,7 @@ TEST(ModelTest, BytesPerStageTileAndSmem) {
 }
 
 TEST(ModelTest, TileBytesBreakdown128x128x256) {
-  const Prediction p = Predict(Rtx5090(), CurrentDesign(), AtM(4096));
+  const Prediction p = Predict(Rtx5090(), V1Design(), AtM(4096));
   EXPECT_DOUBLE_EQ(p.tile_bytes.a_codes, 128 * 7168 / 2);  // 458752
   EXPECT_DOUBLE_EQ(p.tile_bytes.b_codes, 128 * 7168 / 2);
   EXPECT_DOUBLE_EQ(p.tile_bytes.sfa, 128 * 7168 / 16);  // 57344
@@ -80,11 +80,12 @@ struct InfeasibleCase {
 
 TEST(ModelTest, InfeasibleDesignsRejected) {
   std::vector<InfeasibleCase> cases;
-  cases.push_back({"256x256x256 over the smem budget", Named("x_256x256_k256_s2"), "shared memory"});
-  cases.push_back({"128x256 with a 64 KiB staged t tile", Named("v2_128x256_k128_s3_staged"),
-                   "shared memory"});
-  cases.push_back({"two 128x256 accumulator sets", Named("v2_128x256_k128_s3_pingpong"),
-                   "registers"});
+  cases.push_back(
+      {"256x256x256 over the smem budget", Named("x_256x256_k256_s2"), "shared memory"});
+  cases.push_back(
+      {"128x256 with a 64 KiB staged t tile", Named("v2_128x256_k128_s3_staged"), "shared memory"});
+  cases.push_back(
+      {"two 128x256 accumulator sets", Named("v2_128x256_k128_s3_pingpong"), "registers"});
   {
     Design d = Named("v2_128x128_k128_s4");
     d.sfa_load = SfaLoad::kTmaBox;  // [128][8 B]: below TMA's 16-byte inner box
@@ -102,7 +103,7 @@ TEST(ModelTest, InfeasibleDesignsRejected) {
     cases.push_back({"64x64 warp tiles without setmaxnreg", d, "consumer needs"});
   }
   {
-    Design d = CurrentDesign();
+    Design d = V1Design();
     d.stages = 3;  // 3 x 36 KiB
     cases.push_back({"3 stages of 36 KiB", d, "shared memory"});
   }
@@ -135,7 +136,7 @@ TEST(ModelTest, TimeMonotoneInM) {
   std::vector<Design> designs = CandidateDesigns();
   designs.push_back(CurrentDesign());
   for (const Design& d : DesignLadder()) designs.push_back(d);
-  const std::vector<int64_t> ms = {1,    128,  129,  256,   512,   1024,  2048,  4096,
+  const std::vector<int64_t> ms = {1,    128,  129,   256,   512,   1024,  2048,  4096,
                                    4097, 8192, 16384, 32768, 40000, 75856, 100000};
   for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
     for (const Design& d : designs) {
@@ -172,11 +173,11 @@ TEST(ModelTest, MmaBoundLimitIsMmapeakTimesWaveEfficiency) {
     double wave_efficiency;
   };
   const std::vector<Case> cases = {
-      {"current", 4096, 1344.0 / (170 * 8)},                       // 8 waves
-      {"current", 32768, 10752.0 / (170 * 64)},                    // 64 waves
-      {"current", 75856, 75856.0 * 42 / (170 * 147.0 * 128)},      // 593 m-tiles, last partial
-      {"v2_128x256_k128_s3", 4096, 672.0 / (170 * 4)},             // 4 waves
-      {"v2_128x256_k128_s3", 1024, 168.0 / 170},                   // one wave
+      {"current", 4096, 1344.0 / (170 * 8)},                   // 8 waves
+      {"current", 32768, 10752.0 / (170 * 64)},                // 64 waves
+      {"current", 75856, 75856.0 * 42 / (170 * 147.0 * 128)},  // 593 m-tiles, last partial
+      {"v2_128x256_k128_s3", 4096, 672.0 / (170 * 4)},         // 4 waves
+      {"v2_128x256_k128_s3", 1024, 168.0 / 170},               // one wave
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.base + " M=" + std::to_string(c.m));
@@ -199,7 +200,7 @@ TEST(ModelTest, CurrentDesignMatchesNotesArithmetic) {
   EXPECT_NEAR(hw.OmmaSeconds() * clk, 16.0, 1e-9);  // one m16n8k64 per 16 clk per sub-partition
   EXPECT_NEAR(hw.ClockGhz(), 1474.2e12 / (170 * 4096.0) * 1e-9, 1e-12);
 
-  Design consumers_only = CurrentDesign();  // the consumer loop without the quantizer's share
+  Design consumers_only = V1Design();  // the consumer loop without the quantizer's share
   consumers_only.gemm_only = true;
   consumers_only.quant_order = QuantOrder::kNone;
   const Prediction c = Predict(hw, consumers_only, AtM(4096));
@@ -211,18 +212,18 @@ TEST(ModelTest, CurrentDesignMatchesNotesArithmetic) {
   // "ldmatrix reads 8 warps x (64x128 + 32x128) B = 96 KiB".
   EXPECT_DOUBLE_EQ(c.stage.ldmatrix_bytes, 96 * 1024);
 
-  const Prediction p = Predict(hw, CurrentDesign(), AtM(4096));
+  const Prediction p = Predict(hw, V1Design(), AtM(4096));
   // Waves: "1344 tiles (M=4096) / 170 = 7.9 -> 8 waves (98.8%)".
   EXPECT_EQ(p.tiles, 1344);
   EXPECT_DOUBLE_EQ(p.tiles_per_sm, 8);
   EXPECT_NEAR(p.wave_efficiency, 0.988, 5e-4);
-  const Prediction q = Predict(hw, CurrentDesign(), AtM(32768));
+  const Prediction q = Predict(hw, V1Design(), AtM(32768));
   EXPECT_EQ(q.tiles, 10752);
   EXPECT_DOUBLE_EQ(q.tiles_per_sm, 64);
   // DRAM at M = 4096 with act_q/act_sf "written and read": 58.7 + 33 + 44 + 44 + 21.7 = ~201 MB.
   // (The model reads act back from L2 at this M; NOTES counted DRAM.)
-  const double notes_dram = p.dram.attn_out + 2 * p.dram.act_write + p.dram.residual +
-                            p.dram.out + p.dram.weight;
+  const double notes_dram =
+      p.dram.attn_out + 2 * p.dram.act_write + p.dram.residual + p.dram.out + p.dram.weight;
   EXPECT_NEAR(notes_dram, 201.5e6, 1.0e6);
   EXPECT_DOUBLE_EQ(p.dram.act_read, 0);
   // "~112 us at 1792 GB/s".
@@ -278,8 +279,8 @@ TEST(ModelTest, LadderStepsHelpAtLargeM) {
     EXPECT_GE(p.tflops, prev * (1 - 1e-9)) << d.name;
     prev = p.tflops;
   }
-  // Two stages of 36 KiB cannot cover the TMA round trip: the current loop is latency-bound.
-  EXPECT_EQ(Predict(hw, CurrentDesign(), AtM(16384)).stage.limiter, "TMA latency");
+  // Two stages of 36 KiB cannot cover the TMA round trip: the v1 loop was latency-bound.
+  EXPECT_EQ(Predict(hw, V1Design(), AtM(16384)).stage.limiter, "TMA latency");
 }
 
 TEST(ModelTest, StandaloneQuantizeIsIssueBoundOnH200) {

@@ -97,6 +97,7 @@ std::vector<Design> SelectedDesigns() {
   std::vector<Design> out;
   if (sel == "all") {
     out.push_back(CurrentDesign());
+    out.push_back(V1Design());
     for (const Design& d : CandidateDesigns()) out.push_back(d);
     return out;
   }
@@ -125,8 +126,8 @@ const char kRule[] =
 
 void PrintComponentHeader() {
   std::printf("  %-36s %7s %7s %7s %7s %7s %7s %7s %7s %7s %8s %6s %6s  %s\n", "design", "MMA",
-              "L2", "SMEM", "LAT", "MAIN", "EPI", "START", "WAVES", "DRAM", "TOTAL", "raw",
-              "cal", "limiter");
+              "L2", "SMEM", "LAT", "MAIN", "EPI", "START", "WAVES", "DRAM", "TOTAL", "raw", "cal",
+              "limiter");
 }
 
 void PrintComponentRow(const Design& d, const Prediction& p, double factor) {
@@ -135,10 +136,11 @@ void PrintComponentRow(const Design& d, const Prediction& p, double factor) {
                 absl::StrJoin(p.feasibility.reasons, "; ").c_str());
     return;
   }
-  std::printf("  %-36s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %6.0f %6.0f  %s\n",
-              d.name.c_str(), p.t_mma * kUs, p.t_l2 * kUs, p.t_smem * kUs, p.t_latency * kUs,
-              p.t_main * kUs, p.t_epilogue * kUs, p.t_startup * kUs, p.t_waves * kUs,
-              p.t_dram * kUs, p.t_total * kUs, p.tflops, p.tflops * factor, p.limiter.c_str());
+  std::printf(
+      "  %-36s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %6.0f %6.0f  %s\n",
+      d.name.c_str(), p.t_mma * kUs, p.t_l2 * kUs, p.t_smem * kUs, p.t_latency * kUs,
+      p.t_main * kUs, p.t_epilogue * kUs, p.t_startup * kUs, p.t_waves * kUs, p.t_dram * kUs,
+      p.t_total * kUs, p.tflops, p.tflops * factor, p.limiter.c_str());
 }
 
 void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
@@ -161,8 +163,8 @@ void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
       "      stage (ns): tensor %.0f, frag stall %.0f, issue %.0f (%.0f slots/SMSP), smem %.0f "
       "(%.0f wavefronts, ldmatrix %.0f B), L2 %.0f (%.0f B), latency %.0f -> period %.0f [%s]\n",
       s.tensor * 1e9, s.frag_stall * 1e9, s.issue * 1e9, s.issue_slots_per_smsp, s.smem * 1e9,
-      s.smem_wavefronts, s.ldmatrix_bytes, s.l2 * 1e9, s.l2_bytes, s.latency * 1e9,
-      s.period * 1e9, s.limiter.c_str());
+      s.smem_wavefronts, s.ldmatrix_bytes, s.l2 * 1e9, s.l2_bytes, s.latency * 1e9, s.period * 1e9,
+      s.limiter.c_str());
   std::printf(
       "      tile main %.2f us, epilogue %.2f us (exposed %.2f); quantizer %.0f GB/s, ready %.2f "
       "us, fill %.2f us, keep-up stall %.2f us; fix-up %.2f us\n",
@@ -270,9 +272,9 @@ void RunSm120(const std::vector<Hardware>& hws) {
             continue;
           }
           std::printf(" %14s",
-                      prev[j] > 0 ? absl::StrFormat("%.0f (%+.1f%%)", t, 100 * (t / prev[j] - 1))
-                                        .c_str()
-                                  : absl::StrFormat("%.0f", t).c_str());
+                      prev[j] > 0
+                          ? absl::StrFormat("%.0f (%+.1f%%)", t, 100 * (t / prev[j] - 1)).c_str()
+                          : absl::StrFormat("%.0f", t).c_str());
           prev[j] = t;
         }
         std::printf("  %s\n", d.summary.c_str());
@@ -315,8 +317,8 @@ void RunCalibrateH200() {
       "efficiency 1.0 and 0.8, vs measured (harness/bench/results/h200_sm90_fast.csv)\n"
       "   calibrates: quant_instr_per_block x issue efficiency (SM120: 230 SASS instr/block, "
       "native cvt e2m1; H200: 600, software e2m1)\n");
-  std::printf("   %8s %12s %12s %12s %10s %14s\n", "M", "pred GB/s@1", "pred GB/s@.8",
-              "measured", "ratio@1", "issue bound");
+  std::printf("   %8s %12s %12s %12s %10s %14s\n", "M", "pred GB/s@1", "pred GB/s@.8", "measured",
+              "ratio@1", "issue bound");
   for (const Measured& q : kQuantMeasured) {
     const QuantizeStandalone a = PredictStandaloneQuantize(h, q.m, 7168, 1.0);
     const QuantizeStandalone b = PredictStandaloneQuantize(h, q.m, 7168, 0.8);
@@ -379,8 +381,8 @@ void RunCalibrateH200() {
   std::printf(
       "\n4. DRAM bytes per call (current design; ncu dram__bytes_read.sum + "
       "dram__bytes_write.sum), and their time at the copy bandwidth\n");
-  std::printf("   %8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "M", "attn MB", "act w",
-              "act r", "resid", "out", "weight", "total MB", "us");
+  std::printf("   %8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "M", "attn MB", "act w", "act r",
+              "resid", "out", "weight", "total MB", "us");
   for (int64_t m : {128, 1024, 4096, 16384, 75856}) {
     Problem p;
     p.m = m;

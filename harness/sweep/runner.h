@@ -27,8 +27,8 @@ class DeviceBackend {
   // Runs the op on `full` (every row of the case) and returns rows `rows` (act_q/act_sf only
   // with caller_workspace). Errors are the op's own status (e.g. an unsupported shape) or a CUDA
   // failure.
-  virtual absl::StatusOr<testbed::RunResult> Run(const testbed::Problem& full,
-                                                 bool out_is_residual, bool caller_workspace,
+  virtual absl::StatusOr<testbed::RunResult> Run(const testbed::Problem& full, bool out_is_residual,
+                                                 bool caller_workspace,
                                                  absl::Span<const int64_t> rows) = 0;
 };
 

@@ -46,8 +46,8 @@ void Comparison::Fail(std::string why) {
 }
 
 std::string Comparison::Summary() const {
-  return absl::StrFormat("%s (%d of %d mismatch, max ulp %d)", first_mismatch, mismatches,
-                         checked, max_ulp);
+  return absl::StrFormat("%s (%d of %d mismatch, max ulp %d)", first_mismatch, mismatches, checked,
+                         max_ulp);
 }
 
 void JudgeOut(const OutEnvelope& env, absl::Span<const uint16_t> got,
@@ -62,8 +62,9 @@ void JudgeOut(const OutEnvelope& env, absl::Span<const uint16_t> got,
     for (size_t e = 0; e < elems && !m.has_value(); ++e) {
       const int32_t key = Bf16OrderKey(got[e]);
       if (key >= Bf16OrderKey(env.lo[e]) && key <= Bf16OrderKey(env.hi[e])) continue;
-      m = Mismatch{"out", true, case_rows[e / env.n], static_cast<int64_t>(e) % env.n,
-                   got[e], env.lo[e], env.hi[e]};
+      m = Mismatch{
+          "out",     true,     case_rows[e / env.n], static_cast<int64_t>(e) % env.n, got[e],
+          env.lo[e], env.hi[e]};
     }
   }
   Record(label, std::move(m), rep, c);
@@ -80,8 +81,9 @@ void JudgeBytes(absl::string_view what, absl::Span<const uint8_t> want,
     const auto diff = std::mismatch(want.begin(), want.end(), got.begin());
     const int64_t i = diff.first - want.begin();
     if (diff.first != want.end() && i / row_bytes < static_cast<int64_t>(case_rows.size())) {
-      m = Mismatch{std::string(what), false, case_rows[i / row_bytes], i % row_bytes,
-                   *diff.second, *diff.first, *diff.first};
+      m = Mismatch{std::string(what), false,        case_rows[i / row_bytes],
+                   i % row_bytes,     *diff.second, *diff.first,
+                   *diff.first};
     }
   }
   Record(label, std::move(m), rep, c);
@@ -95,9 +97,9 @@ absl::StatusOr<Reference> MakeReference(const Problem& p, absl::Span<const int64
   ref.env.n = s.n;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= s.m || static_cast<size_t>(rows[i]) >= p.rows.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("MakeReference: rows[", i, "] = ", rows[i], " is not a row of the problem (",
-                       s.m, " rows, ", p.rows.size(), " case rows)"));
+      return absl::InvalidArgumentError(absl::StrCat("MakeReference: rows[", i, "] = ", rows[i],
+                                                     " is not a row of the problem (", s.m,
+                                                     " rows, ", p.rows.size(), " case rows)"));
     }
     ref.case_rows.push_back(p.rows[rows[i]]);
   }
@@ -106,8 +108,8 @@ absl::StatusOr<Reference> MakeReference(const Problem& p, absl::Span<const int64
   absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(InputsOf(p), rows);
   if (!env.ok()) return env.status();
   ref.env = *std::move(env);
-  ref.exact = std::all_of(ref.env.exact.begin(), ref.env.exact.end(),
-                          [](uint8_t e) { return e != 0; });
+  ref.exact =
+      std::all_of(ref.env.exact.begin(), ref.env.exact.end(), [](uint8_t e) { return e != 0; });
   ref.act_q.resize(rows.size() * static_cast<size_t>(s.k / 2));
   ref.act_sf.resize(rows.size() * static_cast<size_t>(s.k / kScaleBlock));
   QuantizeSelectedRows(p.attn_out, s.k, p.act_global_scale, rows, absl::MakeSpan(ref.act_q),
@@ -115,8 +117,7 @@ absl::StatusOr<Reference> MakeReference(const Problem& p, absl::Span<const int64
   return ref;
 }
 
-void Judge(const Reference& ref, const RunResult& got, const JudgeOptions& options,
-           Comparison& c) {
+void Judge(const Reference& ref, const RunResult& got, const JudgeOptions& options, Comparison& c) {
   if (ref.case_rows.empty()) {
     c.out_check = "none";
     c.act_check = "none";
@@ -142,8 +143,7 @@ void Judge(const Reference& ref, const RunResult& got, const JudgeOptions& optio
 }
 
 absl::StatusOr<Comparison> CompareWithEmulator(const Problem& p, absl::Span<const int64_t> rows,
-                                               const RunResult& got,
-                                               const JudgeOptions& options) {
+                                               const RunResult& got, const JudgeOptions& options) {
   absl::StatusOr<Reference> ref = MakeReference(p, rows);
   if (!ref.ok()) return ref.status();
   Comparison c;

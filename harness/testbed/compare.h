@@ -80,15 +80,14 @@ struct Reference {
 absl::StatusOr<Reference> MakeReference(const Problem& p, absl::Span<const int64_t> rows);
 
 struct JudgeOptions {
-  bool exact_data = false;   // the data is built to be exact: an inexact envelope fails
-  bool compare_act = true;   // act_q/act_sf were returned (caller workspace) and must match
-  std::string label;         // prefix of the first mismatch, e.g. "fast path: "
+  bool exact_data = false;  // the data is built to be exact: an inexact envelope fails
+  bool compare_act = true;  // act_q/act_sf were returned (caller workspace) and must match
+  std::string label;        // prefix of the first mismatch, e.g. "fast path: "
 };
 
 // Judges a result (the reference's rows, in order) and folds the verdict into `c`: out against
 // the envelope, act_q/act_sf bit for bit. No rows: "none", and any returned data fails.
-void Judge(const Reference& ref, const RunResult& got, const JudgeOptions& options,
-           Comparison& c);
+void Judge(const Reference& ref, const RunResult& got, const JudgeOptions& options, Comparison& c);
 
 // MakeReference(p, rows), then Judge: the whole check of one run.
 absl::StatusOr<Comparison> CompareWithEmulator(const Problem& p, absl::Span<const int64_t> rows,

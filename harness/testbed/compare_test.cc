@@ -158,8 +158,7 @@ TEST(CompareWithEmulator, ExactDataMustBeExact) {
   RunResult got;
   got.out.resize(s.m * s.n);
   ASSERT_TRUE(RunOp(InputsOf(*p), OpOutputs{absl::MakeSpan(got.out), {}, {}}).ok());
-  absl::StatusOr<Comparison> c =
-      CompareWithEmulator(*p, AllRows(s.m), got, Options(false, false));
+  absl::StatusOr<Comparison> c = CompareWithEmulator(*p, AllRows(s.m), got, Options(false, false));
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->pass) << c->Summary();
   EXPECT_EQ(c->out_check, "bound");

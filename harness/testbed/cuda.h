@@ -26,17 +26,17 @@ absl::Status CheckCudaDevice();
 }  // namespace h3::testbed
 
 // Returns the CUDA error of `expr` as a Status naming the expression.
-#define H3_CUDA_RETURN_IF_ERROR(expr)                                            \
-  do {                                                                           \
+#define H3_CUDA_RETURN_IF_ERROR(expr)                                             \
+  do {                                                                            \
     const absl::Status h3_cuda_status = ::h3::testbed::CudaStatus((expr), #expr); \
-    if (!h3_cuda_status.ok()) return h3_cuda_status;                             \
+    if (!h3_cuda_status.ok()) return h3_cuda_status;                              \
   } while (0)
 
 // Returns a non-OK absl::Status.
-#define H3_RETURN_IF_ERROR(expr)                         \
-  do {                                                   \
-    const absl::Status h3_status = (expr);               \
-    if (!h3_status.ok()) return h3_status;               \
+#define H3_RETURN_IF_ERROR(expr)           \
+  do {                                     \
+    const absl::Status h3_status = (expr); \
+    if (!h3_status.ok()) return h3_status; \
   } while (0)
 
 namespace h3::testbed {
@@ -78,9 +78,9 @@ class DeviceBuffer {
   absl::Status Upload(absl::Span<const T> host) {
     H3_RETURN_IF_ERROR(Alloc(host.size()));
     if (host.empty()) return absl::OkStatus();
-    return CudaStatus(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T),
-                                 cudaMemcpyHostToDevice),
-                      "cudaMemcpy (host to device)");
+    return CudaStatus(
+        cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+        "cudaMemcpy (host to device)");
   }
   // Every byte set to `byte` (e.g. 0xFF: a NaN poison for bf16 and never a UE4M3 scale).
   absl::Status Fill(uint8_t byte) {
@@ -90,8 +90,7 @@ class DeviceBuffer {
   absl::StatusOr<std::vector<T>> Download() const {
     std::vector<T> host(count_);
     if (count_ > 0) {
-      H3_CUDA_RETURN_IF_ERROR(
-          cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
+      H3_CUDA_RETURN_IF_ERROR(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
     }
     return host;
   }

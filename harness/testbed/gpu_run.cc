@@ -10,7 +10,8 @@
 namespace h3::testbed {
 
 // The sampler's tile edges follow the kernel's tiling.
-static_assert(kTileM == kOutProjTileM, "harness/testbed/rows.h kTileM must equal the kernel's tile M");
+static_assert(kTileM == kOutProjTileM,
+              "harness/testbed/rows.h kTileM must equal the kernel's tile M");
 
 absl::StatusOr<DeviceProblem> UploadProblem(const OpInputs& in) {
   const OpShape& s = in.shape;
@@ -70,8 +71,8 @@ absl::StatusOr<RunResult> DownloadResult(const DeviceProblem& d, const RunOption
                                          absl::Span<const int64_t> rows) {
   const OpShape& s = d.shape;
   RunResult r;
-  absl::StatusOr<std::vector<uint16_t>> out = DownloadRows(
-      options.out_is_residual ? d.residual.get() : d.out.get(), s.n, rows);
+  absl::StatusOr<std::vector<uint16_t>> out =
+      DownloadRows(options.out_is_residual ? d.residual.get() : d.out.get(), s.n, rows);
   if (!out.ok()) return out.status();
   r.out = *std::move(out);
   if (!options.caller_workspace) return r;
@@ -89,8 +90,8 @@ absl::StatusOr<RunResult> RunOnGpu(const OpInputs& in, const RunOptions& options
                                    absl::Span<const int64_t> rows) {
   absl::StatusOr<DeviceProblem> d = UploadProblem(in);
   if (!d.ok()) return d.status();
-  H3_RETURN_IF_ERROR(MinimaxH3Nvfp4OutProj(ArgsFor(*d, options), /*stream=*/nullptr,
-                                           options.check));
+  H3_RETURN_IF_ERROR(
+      MinimaxH3Nvfp4OutProj(ArgsFor(*d, options), /*stream=*/nullptr, options.check));
   H3_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return DownloadResult(*d, options, rows);
 }

@@ -227,9 +227,7 @@ static_assert(std::size(kGatePatternNames) == static_cast<size_t>(GatePattern::k
 
 }  // namespace
 
-absl::string_view DataKindName(DataKind kind) {
-  return kDataKindNames[static_cast<size_t>(kind)];
-}
+absl::string_view DataKindName(DataKind kind) { return kDataKindNames[static_cast<size_t>(kind)]; }
 
 absl::string_view GatePatternName(GatePattern pattern) {
   return kGatePatternNames[static_cast<size_t>(pattern)];
@@ -324,15 +322,15 @@ absl::StatusOr<Problem> GenerateProblem(const ProblemSpec& spec, uint64_t seed,
                                         int threads) {
   const OpShape& s = spec.shape;
   if (s.k % kScaleBlock != 0 || s.k < kScaleBlock || s.n < 1 || s.g < 1 || s.m < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GenerateProblem: shape m=", s.m, " n=", s.n, " k=", s.k, " g=", s.g,
-        ": expected m >= 0, n >= 1, k a positive multiple of 16, g >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GenerateProblem: shape m=", s.m, " n=", s.n, " k=", s.k, " g=", s.g,
+                     ": expected m >= 0, n >= 1, k a positive multiple of 16, g >= 1"));
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= s.m || (i > 0 && rows[i] <= rows[i - 1])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GenerateProblem: rows[", i, "] = ", rows[i], ": expected ascending rows in [0, ", s.m,
-          ")"));
+      return absl::InvalidArgumentError(absl::StrCat("GenerateProblem: rows[", i, "] = ", rows[i],
+                                                     ": expected ascending rows in [0, ", s.m,
+                                                     ")"));
     }
   }
   Problem p;

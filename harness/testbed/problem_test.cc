@@ -188,7 +188,6 @@ TEST(Generators, GateIndexPatterns) {
   EXPECT_EQ(GateIndexFor(GatePattern::kPaddingRuns, 1, 999, 1000, 9), -1);
 }
 
-
 // GenerateProblem refuses shapes and rows it cannot generate.
 TEST(Generators, RejectsBadShapesAndRows) {
   WeightCache weights(1);

@@ -17,8 +17,8 @@ inline constexpr int kSm90SmemBytes = 232448;
 // (128B-swizzled) that wgmma.m64n128k16 reads; A is dequantized in registers. One staging tile
 // per k-step of a stage (4), so wgmmas of one k-step still run while the next k-step's are
 // issued. The tiles also hold the f32 tile of FinishTile.
-struct Sm90Config : OutProjConfig<4, kSm90SmemBytes> {
-  using Base = OutProjConfig<4, kSm90SmemBytes>;
+struct Sm90Config : OutProjConfig<4, 256, kSm90SmemBytes> {
+  using Base = OutProjConfig<4, 256, kSm90SmemBytes>;
   static constexpr int kEmuTileBytes = Base::kBN * 64 * 2;  // one k-step of B in bf16
   static constexpr int kEmuBufs = Base::kKSteps;            // one B tile per k-step of a stage
   static constexpr int kEmuBufBytes = kEmuBufs * kEmuTileBytes;
@@ -28,6 +28,8 @@ struct Sm90Config : OutProjConfig<4, kSm90SmemBytes> {
   static constexpr int kSmemUsed = kEmuOffset + kEmuBufBytes;
   static constexpr int kSmemBytes = kSmemUsed + Base::kSmemAlign - 16;
   static_assert(Base::kBM == 128 && Base::kBN == 128, "staging tiles are [128][128 B]");
+  static_assert(Base::kKSteps == 4 && Base::kSfaStagesPerBox == 1,
+                "the staged loop reads 128-byte rows and one activation-scale slot per stage");
   static_assert(kEmuBufs >= 3, "the consumer loop waits for all but the newest wgmma group");
   static_assert(kEmuBufBytes >= Base::kBM * Base::kBN * 4, "FinishTile's f32 tile fits");
   static_assert(kEmuTileBytes % 1024 == 0 && kEmuOffset % 1024 == 0, "128B-swizzle atoms aligned");

@@ -50,7 +50,7 @@ template <class Cfg>
 __device__ __forceinline__ StageTiles Stage(const uint8_t* smem, int stage) {
   return {smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
           smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
-          smem + Cfg::kSfaOffset + stage * Cfg::kSfaTileBytes,
+          smem + Cfg::kSfaOffset + stage * Cfg::kSfaSlotBytes,  // one slot per stage here
           smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes};
 }
 

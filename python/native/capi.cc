@@ -125,11 +125,11 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
   if (!(s = CheckShape("o_weight_q", a->o_weight_q, "[N, K/2]", {n, k / 2})).ok()) return s;
   const int64_t sf_bytes = h3::SwizzledScaleBytes(n, k / 16);
   if (Numel(a->o_weight_sf) != sf_bytes || a->o_weight_sf.ndim < 1 || a->o_weight_sf.ndim > 4) {
-    return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "o_weight_sf",
-                   absl::StrFormat("round_up(N,128) * round_up(K/16,4) = %d bytes (N = %d, K = %d)",
-                                   sf_bytes, n, k),
-                   absl::StrFormat("%d bytes (shape %s)", Numel(a->o_weight_sf),
-                                   ShapeStr(a->o_weight_sf)));
+    return Invalid(
+        "minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "o_weight_sf",
+        absl::StrFormat("round_up(N,128) * round_up(K/16,4) = %d bytes (N = %d, K = %d)", sf_bytes,
+                        n, k),
+        absl::StrFormat("%d bytes (shape %s)", Numel(a->o_weight_sf), ShapeStr(a->o_weight_sf)));
   }
   if (a->o_weight_global_scale.data != nullptr &&
       !(s = CheckOneElement("o_weight_global_scale", a->o_weight_global_scale)).ok()) {
@@ -158,8 +158,8 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
 
 absl::Status CheckHostPtr(const char* name, const void* p, int64_t bytes) {
   if (p == nullptr && bytes > 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "minimax_h3_nvfp4_out_proj: %s must be host memory, got null", name));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be host memory, got null", name));
   }
   return absl::OkStatus();
 }
@@ -341,8 +341,8 @@ int32_t h3_out_proj_cpu(const H3OutProjArgs* args) {
   }
   const h3::OpShape& s = in->shape;
   h3::OpOutputs out;
-  out.out = absl::Span<uint16_t>(static_cast<uint16_t*>(args->out.data),
-                                 static_cast<size_t>(s.m * s.n));
+  out.out =
+      absl::Span<uint16_t>(static_cast<uint16_t*>(args->out.data), static_cast<size_t>(s.m * s.n));
   if (args->act_q.data != nullptr) {
     out.act_q = absl::Span<uint8_t>(static_cast<uint8_t*>(args->act_q.data),
                                     static_cast<size_t>(s.m * (s.k / 2)));
@@ -351,8 +351,8 @@ int32_t h3_out_proj_cpu(const H3OutProjArgs* args) {
     out.act_sf = absl::Span<uint8_t>(static_cast<uint8_t*>(args->act_sf.data),
                                      static_cast<size_t>(s.m * (s.k / 16)));
   }
-  return Done(h3::RunOp(*in, out,
-                        args->cpu_gemm == 1 ? h3::GemmPath::kExact : h3::GemmPath::kFastF32));
+  return Done(
+      h3::RunOp(*in, out, args->cpu_gemm == 1 ? h3::GemmPath::kExact : h3::GemmPath::kFastF32));
 }
 
 int64_t h3_ready_flag_bytes(int64_t m) { return h3::OutProjReadyFlagBytes(m); }
@@ -383,8 +383,8 @@ int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3A
                 kQuantizer);
   }
   if (weight->ndim != 2) {
-    return Fail(Invalid("quantize_minimax_h3_o_weight_nvfp4: %s must be %s, got shape %s",
-                        "weight", "2-D [N, K]", ShapeStr(*weight)),
+    return Fail(Invalid("quantize_minimax_h3_o_weight_nvfp4: %s must be %s, got shape %s", "weight",
+                        "2-D [N, K]", ShapeStr(*weight)),
                 kQuantizer);
   }
   const int64_t n = weight->shape[0], k = weight->shape[1];
@@ -419,8 +419,8 @@ int32_t h3_out_envelope_cpu(const H3OutProjArgs* args, const int64_t* rows, int6
     return Fail(absl::InvalidArgumentError(
         absl::StrFormat("minimax_h3_nvfp4_out_proj: rows must be %d row ids, got null", nrows)));
   }
-  absl::StatusOr<h3::OutEnvelope> env = h3::ComputeOutEnvelope(
-      *in, absl::Span<const int64_t>(rows, static_cast<size_t>(nrows)));
+  absl::StatusOr<h3::OutEnvelope> env =
+      h3::ComputeOutEnvelope(*in, absl::Span<const int64_t>(rows, static_cast<size_t>(nrows)));
   if (!env.ok()) return Fail(env.status());
   const size_t count = env->lo.size();
   if (count > 0) {

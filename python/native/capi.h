@@ -49,11 +49,11 @@ typedef struct H3Array {
 /* minimax_h3_nvfp4_out_proj (docs/contract.md section 1). M, K come from attn_out, N from
  * o_weight_q, G from gate; every other operand is checked against them. */
 typedef struct H3OutProjArgs {
-  int64_t version;                /* H3_CAPI_VERSION */
-  H3Array attn_out;               /* bf16 [M, K] */
-  H3Array o_weight_q;             /* u8 [N, K/2] */
-  H3Array o_weight_sf;            /* u8, round_up(N,128) * round_up(K/16,4) bytes, any shape */
-  H3Array o_weight_global_scale;  /* f32, 1 element; data NULL: use the value below */
+  int64_t version;               /* H3_CAPI_VERSION */
+  H3Array attn_out;              /* bf16 [M, K] */
+  H3Array o_weight_q;            /* u8 [N, K/2] */
+  H3Array o_weight_sf;           /* u8, round_up(N,128) * round_up(K/16,4) bytes, any shape */
+  H3Array o_weight_global_scale; /* f32, 1 element; data NULL: use the value below */
   float o_weight_global_scale_value;
   int32_t reserved0;
   H3Array act_global_scale; /* f32, 1 element */
@@ -106,7 +106,7 @@ int32_t h3_out_envelope_cpu(const H3OutProjArgs* args, const int64_t* rows, int6
                             uint16_t* lo, uint16_t* hi, uint8_t* exact);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* H3_PYTHON_NATIVE_CAPI_H_ */
