@@ -48,15 +48,6 @@ int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 }  // namespace
 
-std::string ResolveUserPath(absl::string_view path) {
-  std::filesystem::path p{std::string(path)};
-  if (p.is_absolute()) return p.string();
-  if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY"); wd != nullptr && *wd != '\0') {
-    return (std::filesystem::path(wd) / p).string();
-  }
-  return p.string();
-}
-
 absl::Status EnsureDir(const std::string& dir) {
   std::error_code ec;
   if (std::filesystem::exists(dir, ec)) {

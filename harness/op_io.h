@@ -17,11 +17,6 @@
 
 namespace h3 {
 
-// A path as the user typed it: relative paths are relative to the folder the
-// command was started in, which under `bazel run` is $BUILD_WORKING_DIRECTORY
-// (the binary itself runs in its runfiles tree).
-std::string ResolveUserPath(absl::string_view path);
-
 // Shared by the command-line tools. Prints "<tool>: error: <status>" to stderr, returns `code`.
 int PrintError(absl::string_view tool, int code, const absl::Status& s);
 // Parses the Abseil flags; a positional argument is an InvalidArgument error (flags only).

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "harness/op_gpu.h"
 #include "harness/op_io.h"
+#include "harness/user_path.h"
 
 ABSL_FLAG(std::string, backend, "emulator",
           "emulator: the bit-exact CPU emulator. gpu: the CUDA kernel on this "

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "harness/op_io.h"
+#include "harness/user_path.h"
 
 ABSL_FLAG(std::string, weight, "",
           "W as .npy: '<u2' (bf16 bits) or '<f4', shape [N, K], K a multiple "

@@ -10,7 +10,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/probe_device.h"
+#include "harness/user_path.h"
 
 ABSL_FLAG(std::string, backend, "auto",
           "auto: the current CUDA device, or the CPU model when there is none (a self-check of "
@@ -31,15 +31,6 @@ ABSL_FLAG(int, max_failures, 8, "failure descriptions printed per check group");
 
 namespace h3::probe {
 namespace {
-
-namespace fs = std::filesystem;
-
-// `bazel run` runs in the runfiles tree; paths the user gives are relative to where they ran it.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || fs::path(path).is_absolute() || cwd == nullptr) return path;
-  return (fs::path(cwd) / path).string();
-}
 
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -83,7 +74,7 @@ int Main(int argc, char** argv) {
   std::fputs(FormatReport(report).c_str(), stdout);
   const std::string json = absl::GetFlag(FLAGS_json);
   if (!json.empty()) {
-    const std::string path = UserPath(json);
+    const std::string path = ResolveUserPath(json);
     std::ofstream f(path);
     f << ReportJson(report);
     if (!f) {

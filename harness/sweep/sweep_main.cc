@@ -27,6 +27,7 @@
 #include "harness/sweep/report.h"
 #include "harness/sweep/runner.h"
 #include "harness/testbed/problem.h"
+#include "harness/user_path.h"
 
 ABSL_FLAG(std::string, backend, "auto",
           "auto: the GPU when one with a kernel build is present, else the emulator alone; "
@@ -58,13 +59,6 @@ namespace h3::sweep {
 namespace {
 
 namespace fs = std::filesystem;
-
-// `bazel run` runs in the runfiles tree; paths the user gives are relative to where they ran it.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || fs::path(path).is_absolute() || cwd == nullptr) return path;
-  return (fs::path(cwd) / path).string();
-}
 
 std::string DefaultTestdata() {
   if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
@@ -149,7 +143,7 @@ int Main(int argc, char** argv) {
 
   // Golden cases (every backend replays them), filtered like the rest.
   std::string testdata = absl::GetFlag(FLAGS_testdata);
-  testdata = testdata.empty() ? DefaultTestdata() : UserPath(testdata);
+  testdata = testdata.empty() ? DefaultTestdata() : ResolveUserPath(testdata);
   std::vector<GoldenCase> goldens;
   {
     std::vector<CaseSpec> named;
@@ -214,7 +208,7 @@ int Main(int argc, char** argv) {
   std::printf("\n%s", SummaryTable(results).c_str());
   const std::string report = absl::GetFlag(FLAGS_report);
   if (!report.empty()) {
-    const std::string path = UserPath(report);
+    const std::string path = ResolveUserPath(report);
     absl::Status st = WriteReport(path, results, device ? device->Description() : "emulator");
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
