@@ -39,7 +39,8 @@ struct KernelParams {
   uint16_t* out;
   uint8_t* act_q;
   uint8_t* act_sf;
-  uint32_t* ready_flags;  // ready_flags.h
+  uint32_t* ready_flags;   // ready_flags.h
+  bool prefetch_residual;  // residual 16-byte aligned: the load warp prefetches it to L2
 };
 
 // Producer warps 1..3: claim units of kQuantRows rows, quantize them, publish.
@@ -109,6 +110,15 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
     if (mt != ready_mt) {
       WaitMTileReady(p.ready_flags, mt, QuantUnits<Cfg>::UnitsInMTile(p.m, mt));
       ready_mt = mt;
+    }
+    // The tile's residual [kBM rows that exist][kBN] into L2 now, so the epilogue after this
+    // tile's k-loop finds it there instead of waiting on DRAM (perf_model: the v2 ladder's
+    // residual prefetch). A hint only: results do not depend on it.
+    if (p.prefetch_residual) {
+      const int64_t row0 = static_cast<int64_t>(mt) * Cfg::kBM;
+      const int64_t rows = p.m - row0 < Cfg::kBM ? p.m - row0 : Cfg::kBM;
+      const uint16_t* src = p.residual + row0 * p.n + static_cast<int64_t>(nt) * Cfg::kBN;
+      for (int64_t r = 0; r < rows; ++r) ptx::BulkPrefetchL2(src + r * p.n, Cfg::kBN * 2);
     }
     for (int ks = 0; ks < ksteps; ++ks) {
       ptx::MbarWait(&empty[stage], phase ^ 1u);

@@ -135,6 +135,9 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   p.act_q = l.act_q;
   p.act_sf = l.act_sf;
   p.ready_flags = l.ready_flags;
+  // Bulk prefetches need 16-byte aligned rows: the base (the API only asks 4 bytes) and the row
+  // pitch (n % 8 == 0 always: n is a multiple of 128).
+  p.prefetch_residual = reinterpret_cast<uintptr_t>(l.residual) % 16 == 0;
   // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
   // report (and clear) an unrelated earlier error of the caller's.
   cudaLaunchConfig_t config = {};
