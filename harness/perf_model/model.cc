@@ -330,6 +330,9 @@ Design CurrentDesign() {
   // kBK = 128 x 4 stages, the activation-scale TMA box [128][16 B] loaded every other stage into
   // 3 slots; ptxas sm_120f: 146 registers, 0 spills.
   Design d = V1Design();
+  // The kernel also prefetches each tile's residual rows to L2; Epilogue::kSerialL2Prefetch
+  // models that together with batched loads, gate in shared memory and cvt packs, which the
+  // kernel does not have yet: the current epilogue stays modelled as kSerialDram (conservative).
   d.name = "current";
   d.summary = "128x128x128 x4 stages, 8 warps of 64x32, serial epilogue from DRAM";
   d.bk = 128;
