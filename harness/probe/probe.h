@@ -176,6 +176,11 @@ struct Operands {
   float C[16][8];
 };
 Operands Unpack(const MmaCase& mc);
+
+// The scale byte an ignored lane holds in the poisoned layout cases: 0x10 + lane (distinct,
+// non-NaN, below 1.0), so a value read from an ignored lane names the lane.
+inline uint8_t PoisonByte(int lane) { return static_cast<uint8_t>(0x10 + lane); }
+
 // D[m][n] from d[32][4].
 void UnpackD(const float* d, float D[16][8]);
 // The (lane, register, nibble) holding A[row][k] / B[k][col]; the (lane, register) of C/D (row,
