@@ -8,7 +8,6 @@
 #include <mutex>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"

@@ -167,13 +167,4 @@ int OutProjSmemBytes(KernelBuild build) {
   return build == KernelBuild::kSm90Fast ? sm90::Sm90Config::kSmemBytes : Sm120Config::kSmemBytes;
 }
 
-cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid) {
-  OutProjLaunch c = l;
-  const cudaError_t e = ConfigureOutProj(build, &c.resident_ctas);
-  if (e != cudaSuccess) return e;
-  *grid = static_cast<int>(build == KernelBuild::kSm90Fast ? GridFor<sm90::Sm90Config>(c)
-                                                           : GridFor<Sm120Config>(c));
-  return cudaSuccess;
-}
-
 }  // namespace h3::kernels

@@ -33,7 +33,6 @@ struct OutProjLaunch {
 // kernel compiled for sm_90a (block-scaled MMA emulated from its registers). kSm90Fast:
 // sm90::Sm90Config on sm_90a (A dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
-inline constexpr int kKernelBuilds = 3;  // KernelBuild values are 0 .. kKernelBuilds - 1
 
 // Once per context and build: raises the kernel's dynamic shared-memory limit and returns in
 // *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per SM).
@@ -47,9 +46,6 @@ cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_
 
 // Dynamic shared memory of one CTA of `build`, in bytes (the host checks the device's limit).
 int OutProjSmemBytes(KernelBuild build);
-
-// Launch geometry (for benchmarks/notes): the grid size for this problem (configures first).
-cudaError_t OutProjGridSize(const OutProjLaunch& l, KernelBuild build, int* grid);
 
 }  // namespace h3::kernels
 
