@@ -16,19 +16,30 @@
 namespace h3::kernels {
 
 // a_tile: [kBM][kRowBytes] swizzled, b_tile: [kBN][kRowBytes] swizzled, sfa_tile: this stage's
-// first scale byte of row 0 in a [kBM][16 B] slot, sfb_tile: (kBK/64) x 512 B of the 128x4 layout.
-// m_base/n_base: the warp tile's origin.
+// first scale byte of row 0 in a [kBM][16 B] slot, sfb_tile: (kBK/64) x 512 B of the 128x4 layout
+// per 128-row group of B. m_base/n_base: the warp tile's origin.
+//
+// B is walked in groups of kNGroup n8 fragments: per k-step the A fragments stay loaded while each
+// group's B fragments and scales come and go. Native: one group (all of B, 24 registers, fits the
+// consumers' 224 with 128 accumulators). The sm_90 emulation dequantizes every B fragment of a
+// group into 8 registers, so it takes groups of 2 to stay clear of spills. Every accumulator still
+// receives exactly one MMA per k-step, in k order: the grouping changes no result.
 template <class Cfg>
 __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_t* b_tile,
                                              const uint8_t* sfa_tile, const uint8_t* sfb_tile,
                                              int m_base, int n_base, WarpAcc<Cfg>& acc) {
+  constexpr int kNGroup =
+      kNativeBlockScaledMma || Cfg::kNFrags <= 4 ? Cfg::kNFrags : 2;  // n8 fragments per B group
+  static_assert(Cfg::kNFrags % kNGroup == 0 && kNGroup % 2 == 0, "whole ldmatrix.x4 pairs");
   const int lane = threadIdx.x & 31;
   const uint32_t a_addr = ptx::SmemAddr(a_tile), b_addr = ptx::SmemAddr(b_tile);
+  // The warp tile's 128-row weight-scale group (a 64-wide warp tile never straddles two).
+  const uint8_t* sfb_group = sfb_tile + (n_base / 128) * Cfg::kSfbGroupBytes;
+  static_assert(128 % Cfg::kWarpTileN == 0, "a warp tile inside one weight-scale group");
 #pragma unroll
   for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
     uint32_t a[Cfg::kMFrags][4];  // 16 x 64 e2m1 per fragment
-    uint32_t b[Cfg::kNFrags][2];  // 64 x 8 e2m1 per fragment
-    uint32_t sfa[Cfg::kMFrags], sfb[Cfg::kNFrags];
+    uint32_t sfa[Cfg::kMFrags];
 #pragma unroll
     for (int i = 0; i < Cfg::kMFrags; ++i) {
       const int m0 = m_base + 16 * i;
@@ -37,22 +48,27 @@ __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_
       sfa[i] = *reinterpret_cast<const uint32_t*>(sfa_tile + SfaOffset(SfaRow(lane, m0), kk));
     }
 #pragma unroll
-    for (int jp = 0; jp < Cfg::kNFrags / 2; ++jp) {
-      uint32_t r[4];
-      ptx::LdMatrixX4(r,
-                      b_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixBRow(lane, n_base + 16 * jp),
-                                                             LdmatrixBChunk(lane, kk)));
-      b[2 * jp][0] = r[0];
-      b[2 * jp][1] = r[1];
-      b[2 * jp + 1][0] = r[2];
-      b[2 * jp + 1][1] = r[3];
-    }
+    for (int j0 = 0; j0 < Cfg::kNFrags; j0 += kNGroup) {
+      uint32_t b[kNGroup][2];  // 64 x 8 e2m1 per fragment
+      uint32_t sfb[kNGroup];
 #pragma unroll
-    for (int j = 0; j < Cfg::kNFrags; ++j) {
-      sfb[j] = *reinterpret_cast<const uint32_t*>(sfb_tile +
-                                                  SfbOffset(SfbCol(lane, n_base + 8 * j), kk));
+      for (int jp = 0; jp < kNGroup / 2; ++jp) {
+        uint32_t r[4];
+        ptx::LdMatrixX4(
+            r, b_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixBRow(lane, n_base + 8 * j0 + 16 * jp),
+                                                      LdmatrixBChunk(lane, kk)));
+        b[2 * jp][0] = r[0];
+        b[2 * jp][1] = r[1];
+        b[2 * jp + 1][0] = r[2];
+        b[2 * jp + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int j = 0; j < kNGroup; ++j) {
+        sfb[j] = *reinterpret_cast<const uint32_t*>(
+            sfb_group + SfbOffset(SfbCol(lane, n_base + 8 * (j0 + j)), kk));
+      }
+      WarpTileMma<Cfg>(acc, j0, a, b, sfa, sfb);
     }
-    WarpTileMma<Cfg>(acc, a, b, sfa, sfb);
   }
 }
 

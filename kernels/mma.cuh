@@ -50,22 +50,24 @@ __device__ __forceinline__ void MmaBlockScaled(float (&c)[4], const uint32_t (&a
 #endif
 }
 
-// A warp tile's MMAs of one k-step: kMFrags x kNFrags block-scaled m16n8k64.
-template <class Cfg>
-__device__ __forceinline__ void WarpTileMma(WarpAcc<Cfg>& acc, const uint32_t (&a)[Cfg::kMFrags][4],
-                                            const uint32_t (&b)[Cfg::kNFrags][2],
+// A warp tile's MMAs of one k-step for the kNJ n8 fragments from j0: kMFrags x kNJ
+// block-scaled m16n8k64.
+template <class Cfg, int kNJ>
+__device__ __forceinline__ void WarpTileMma(WarpAcc<Cfg>& acc, int j0,
+                                            const uint32_t (&a)[Cfg::kMFrags][4],
+                                            const uint32_t (&b)[kNJ][2],
                                             const uint32_t (&sfa)[Cfg::kMFrags],
-                                            const uint32_t (&sfb)[Cfg::kNFrags]) {
+                                            const uint32_t (&sfb)[kNJ]) {
 #if H3_NATIVE_BLOCK_SCALED_MMA
 #pragma unroll
   for (int i = 0; i < Cfg::kMFrags; ++i) {
 #pragma unroll
-    for (int j = 0; j < Cfg::kNFrags; ++j) {
-      MmaBlockScaledNative(acc.v[i][j], a[i], b[j], sfa[i], sfb[j]);
+    for (int j = 0; j < kNJ; ++j) {
+      MmaBlockScaledNative(acc.v[i][j0 + j], a[i], b[j], sfa[i], sfb[j]);
     }
   }
 #else
-  sm90::WarpTileMmaEmulated<Cfg>(acc, a, b, sfa, sfb);
+  sm90::WarpTileMmaEmulated<Cfg, kNJ>(acc, j0, a, b, sfa, sfb);
 #endif
 }
 

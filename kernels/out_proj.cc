@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -102,13 +103,15 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
 // (which also raises the kernel's shared-memory limit in this context): once per (context,
 // build), not on every call. Neither step allocates or synchronizes, so it may run during a
 // capture.
-absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
+absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build, kernels::KernelTile tile) {
   static std::mutex mu;
-  static auto* resident = new std::map<std::pair<unsigned long long, kernels::KernelBuild>, int>();
+  static auto* resident =
+      new std::map<std::tuple<unsigned long long, kernels::KernelBuild, kernels::KernelTile>,
+                   int>();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  int& ctas = (*resident)[{*ctx, build}];
+  int& ctas = (*resident)[{*ctx, build, tile}];
   if (ctas == 0) {
     // The device's own shared-memory limit, not an assumed one (SM12x parts may differ).
     int dev = 0, optin = 0;
@@ -117,13 +120,13 @@ absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build) {
       e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
     if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(shared memory per block)");
-    if (optin < kernels::OutProjSmemBytes(build)) {
+    if (optin < kernels::OutProjSmemBytes(build, tile)) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "minimax_h3_nvfp4_out_proj: the kernel needs %d bytes of shared memory per block; "
           "device %d allows %d",
-          kernels::OutProjSmemBytes(build), dev, optin));
+          kernels::OutProjSmemBytes(build, tile), dev, optin));
     }
-    e = kernels::ConfigureOutProj(build, &ctas);
+    e = kernels::ConfigureOutProj(build, tile, &ctas);
     if (e != cudaSuccess) {
       ctas = 0;
       return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
@@ -158,6 +161,16 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
   if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
   if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
+  const int tile = static_cast<int>(a.tile);
+  if (tile < static_cast<int>(OutProjTile::kAuto) ||
+      tile > static_cast<int>(OutProjTile::k128x128)) {
+    return bad("tile", "OutProjTile::kAuto, k128x256 or k128x128 (0, 1 or 2)", tile);
+  }
+  const int emu = static_cast<int>(a.sm90_emulation);
+  if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&
+      emu != static_cast<int>(Sm90Emulation::kFast)) {
+    return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
+  }
   if (a.m == 0) return absl::OkStatus();
   // Alignment: 16 bytes where TMA / bulk copies / 16-byte vector loads read, 4 bytes where
   // the epilogue moves bf16 pairs.
@@ -236,7 +249,10 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  absl::StatusOr<int> resident_ctas = ResidentCtas(kind->build);
+  const kernels::KernelTile tile = args.tile == OutProjTile::k128x128
+                                       ? kernels::KernelTile::k128x128
+                                       : kernels::KernelTile::k128x256;
+  absl::StatusOr<int> resident_ctas = ResidentCtas(kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
 
   if (mode == CheckMode::kChecked) {
@@ -315,7 +331,7 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.ready_flags = static_cast<uint32_t*>(flags);
   const char* what = "cudaMemsetAsync(ready flags)";
   cudaError_t e = cudaMemsetAsync(flags, 0, flag_bytes, stream);
-  if (e == cudaSuccess) e = kernels::LaunchOutProj(l, kind->build, stream, &what);
+  if (e == cudaSuccess) e = kernels::LaunchOutProj(l, kind->build, tile, stream, &what);
   if (ws != nullptr) {
     const cudaError_t f = cudaFreeAsync(ws, stream);
     if (e == cudaSuccess && f != cudaSuccess) {

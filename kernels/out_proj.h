@@ -39,6 +39,12 @@ namespace h3 {
 //    whose consumer loop is NOT the SM120 one.
 enum class Sm90Emulation { kFaithful, kFast };
 
+// The SM120 kernel's CTA tile (sm_120f, and the faithful sm_90 emulation of it; the fast sm_90
+// build ignores it). Both are exact to the same contract; they differ in speed only.
+//  k128x256 (kAuto): 3 stages of BK = 128, 64 x 64 warp tiles, setmaxnreg 56 / 224.
+//  k128x128: 4 stages of BK = 128, 64 x 32 warp tiles: the alternative the bench times beside it.
+enum class OutProjTile { kAuto, k128x256, k128x128 };
+
 struct OutProjArgs {
   int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
   const uint16_t* attn_out = nullptr;    // device, bf16 [m, k]
@@ -57,6 +63,7 @@ struct OutProjArgs {
   // no operand; its contents on entry do not matter (the op zeroes it on the stream).
   void* ready_flags = nullptr;
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
+  OutProjTile tile = OutProjTile::kAuto;                    // see above
 };
 
 // kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,

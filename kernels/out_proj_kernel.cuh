@@ -43,34 +43,48 @@ struct KernelParams {
   bool prefetch_residual;  // residual 16-byte aligned: the load warp prefetches it to L2
 };
 
-// Producer warps 1..3: claim units of kQuantRows rows, quantize them, publish.
+// The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles.
+template <class Cfg>
+__device__ __forceinline__ WorkUnits<Cfg::kQuantRows> CallUnits(const KernelParams& p) {
+  const TileScheduler<Cfg> sched(p.m, p.n);
+  return WorkUnits<Cfg::kQuantRows>(p.m, p.k,
+                                    FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
+}
+
+// Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish.
 template <class Cfg>
 __device__ __forceinline__ void QuantizerLoop(const KernelParams& p, float act_gs) {
   const int lane = threadIdx.x & 31;
-  const int64_t units = QuantUnits<Cfg>::Count(p.m);
+  const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
   const QuantParams qp = MakeQuantParams(act_gs);
   const int blocks_per_row = p.k / Cfg::kSfVec;
+  const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
   constexpr int kDepth = 4;  // blocks in flight per lane (memory-level parallelism)
   for (;;) {
     const uint32_t u = ClaimUnit(p.ready_flags);
-    if (u >= units) break;
-    const int64_t row0 = static_cast<int64_t>(u) * Cfg::kQuantRows;
-    const int64_t row_end = row0 + Cfg::kQuantRows < p.m ? row0 + Cfg::kQuantRows : p.m;
-    for (int64_t row = row0; row < row_end; ++row) {
-      const uint16_t* src = p.attn_out + row * p.k;
-      uint8_t* codes = p.act_q + row * (p.k / 2);
-      uint8_t* scales = p.act_sf + row * blocks_per_row;
-      for (int b0 = lane; b0 < blocks_per_row; b0 += 32 * kDepth) {
+    if (u >= units.count) break;
+    const WorkUnit w = units.Unit(u);
+    // The unit's blocks [b_begin, b_end) of each of its rows, as one index space over rows so
+    // that every lane has blocks in flight whatever the chunk width.
+    const int b_begin = w.chunk_begin * blocks_per_chunk;
+    const int b_end_c = w.chunk_end * blocks_per_chunk;
+    const int b_end = b_end_c < blocks_per_row ? b_end_c : blocks_per_row;
+    const int nb = b_end - b_begin;
+    const int total = static_cast<int>(w.row_end - w.row0) * nb;
+    for (int i0 = lane; i0 < total; i0 += 32 * kDepth) {
 #pragma unroll
-        for (int d = 0; d < kDepth; ++d) {
-          const int b = b0 + 32 * d;
-          if (b < blocks_per_row) {
-            QuantizeBlockFromGlobal(src + b * Cfg::kSfVec, qp, codes + b * 8, scales + b);
-          }
+      for (int d = 0; d < kDepth; ++d) {
+        const int i = i0 + 32 * d;
+        if (i < total) {
+          const int64_t row = w.row0 + i / nb;
+          const int b = b_begin + i % nb;
+          QuantizeBlockFromGlobal(p.attn_out + row * p.k + b * Cfg::kSfVec, qp,
+                                  p.act_q + row * (p.k / 2) + b * 8,
+                                  p.act_sf + row * blocks_per_row + b);
         }
       }
     }
-    PublishUnit(p.ready_flags, row0 / Cfg::kBM);
+    PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
   }
 }
 
@@ -96,21 +110,24 @@ template <class Cfg>
 __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMap* tmap_aq,
                                          const CUtensorMap* tmap_asf, const CUtensorMap* tmap_wq,
                                          uint8_t* smem, uint64_t* full, uint64_t* empty) {
-  const TileScheduler<Cfg> sched(p.m, p.n);
+  TileScheduler<Cfg> sched(p.m, p.n);
+  const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
   const int ksteps = p.k / Cfg::kBK;
+  const int chunk_elems = ChunkElems(p.k);
   // Bytes of one 128-row group of weight scales: round_up(K/16, 4) / 4 * 512 (K/16 % 16 == 0).
   const int64_t sfb_group_bytes = static_cast<int64_t>(p.k / Cfg::kSfVec / 4) * 512;
+  const int n_groups = p.n / 128;  // 128-row weight-scale groups that exist
   int stage = 0;
   uint32_t phase = 0;
   SfaPos<Cfg> sfa;
-  int ready_mt = -1;
-  for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
-    int mt, nt;
-    sched.Tile(tile, mt, nt);
-    if (mt != ready_mt) {
-      WaitMTileReady(p.ready_flags, mt, QuantUnits<Cfg>::UnitsInMTile(p.m, mt));
-      ready_mt = mt;
-    }
+  int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
+  for (; sched.Valid(); sched.Next()) {
+    const int mt = sched.mt, nt = sched.nt;
+    const uint32_t groups_ready = units.GroupsInMTile(mt);
+    // Weight-scale groups of this tile: kSfbGroups, or fewer in a half tile at the end of N.
+    const int g0 = nt * Cfg::kSfbGroups;
+    const int sfb_groups = n_groups - g0 < Cfg::kSfbGroups ? n_groups - g0 : Cfg::kSfbGroups;
+    const int sfb_missing_bytes = (Cfg::kSfbGroups - sfb_groups) * Cfg::kSfbGroupBytes;
     // The tile's residual [kBM rows that exist][kBN] into L2 now, so the epilogue after this
     // tile's k-loop finds it there instead of waiting on DRAM (perf_model: the v2 ladder's
     // residual prefetch). A hint only: results do not depend on it.
@@ -118,13 +135,25 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
       const int64_t row0 = static_cast<int64_t>(mt) * Cfg::kBM;
       const int64_t rows = p.m - row0 < Cfg::kBM ? p.m - row0 : Cfg::kBM;
       const uint16_t* src = p.residual + row0 * p.n + static_cast<int64_t>(nt) * Cfg::kBN;
-      for (int64_t r = 0; r < rows; ++r) ptx::BulkPrefetchL2(src + r * p.n, Cfg::kBN * 2);
+      const int bytes = sfb_groups * 128 * 2;
+      for (int64_t r = 0; r < rows; ++r) ptx::BulkPrefetchL2(src + r * p.n, bytes);
     }
     for (int ks = 0; ks < ksteps; ++ks) {
+      // The stage's k-chunk of this m-tile must be quantized (ready_flags.h); each (m-tile,
+      // chunk) is waited for once, by the first tile of this CTA that needs it.
+      const int chunk = ks * Cfg::kBK / chunk_elems;
+      if (mt != ready_mt || chunk > ready_chunk) {
+        if (mt != ready_mt) ready_chunk = -1;
+        for (int c = ready_chunk + 1; c <= chunk; ++c)
+          WaitChunkReady(p.ready_flags, mt, c, groups_ready);
+        ready_mt = mt;
+        ready_chunk = chunk;
+      }
       ptx::MbarWait(&empty[stage], phase ^ 1u);
       // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
       const bool box = sfa.sub == 0;
-      ptx::MbarArriveExpectTx(&full[stage], Cfg::kStageBytes + (box ? Cfg::kSfaBoxTxBytes : 0));
+      ptx::MbarArriveExpectTx(
+          &full[stage], Cfg::kStageBytes - sfb_missing_bytes + (box ? Cfg::kSfaBoxTxBytes : 0));
       ptx::TmaLoad2D(smem + Cfg::kAOffset + stage * Cfg::kATileBytes, tmap_aq, &full[stage],
                      ks * Cfg::kRowBytes, mt * Cfg::kBM);
       if (box) {
@@ -134,9 +163,12 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
       sfa.Advance();
       ptx::TmaLoad2D(smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, tmap_wq, &full[stage],
                      ks * Cfg::kRowBytes, nt * Cfg::kBN);
-      ptx::BulkLoad(smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
-                    p.w_sf + nt * sfb_group_bytes + static_cast<int64_t>(ks) * Cfg::kSfbTileBytes,
-                    Cfg::kSfbTileBytes, &full[stage]);
+      for (int gi = 0; gi < sfb_groups; ++gi) {
+        ptx::BulkLoad(
+            smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes + gi * Cfg::kSfbGroupBytes,
+            p.w_sf + (g0 + gi) * sfb_group_bytes + static_cast<int64_t>(ks) * Cfg::kSfbGroupBytes,
+            Cfg::kSfbGroupBytes, &full[stage]);
+      }
       if (++stage == Cfg::kStages) {
         stage = 0;
         phase ^= 1u;
@@ -146,17 +178,20 @@ __device__ __forceinline__ void LoadLoop(const KernelParams& p, const CUtensorMa
 }
 
 // The SM120 consumer (also the faithful sm_90 build): one tile's stages, one ConsumeStage each.
+// A warp whose tile lies beyond N (half a tile at the end of N) only keeps the ring's pace.
 template <class Cfg>
 __device__ __forceinline__ void ConsumeTileStages(uint8_t* smem, uint64_t* full, uint64_t* empty,
                                                   int& stage, uint32_t& phase, SfaPos<Cfg>& sfa,
-                                                  int ksteps, int warp_m, int warp_n,
+                                                  int ksteps, int warp_m, int warp_n, bool active,
                                                   WarpAcc<Cfg>& acc) {
   for (int ks = 0; ks < ksteps; ++ks) {
     ptx::MbarWait(&full[stage], phase);
-    ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
-                      smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, sfa.Row0(smem),
-                      smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes, warp_m * Cfg::kWarpTileM,
-                      warp_n * Cfg::kWarpTileN, acc);
+    if (active) {
+      ConsumeStage<Cfg>(smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
+                        smem + Cfg::kBOffset + stage * Cfg::kBTileBytes, sfa.Row0(smem),
+                        smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes,
+                        warp_m * Cfg::kWarpTileM, warp_n * Cfg::kWarpTileN, acc);
+    }
     sfa.Advance();
     ptx::MbarArrive(&empty[stage]);
     if (++stage == Cfg::kStages) {
@@ -172,14 +207,14 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
                                              uint64_t* empty, const EpilogueArgs& e) {
   const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
   const int warp_m = cw / Cfg::kWarpsN, warp_n = cw % Cfg::kWarpsN;
-  const TileScheduler<Cfg> sched(p.m, p.n);
+  TileScheduler<Cfg> sched(p.m, p.n);
   const int ksteps = p.k / Cfg::kBK;
   int stage = 0;
   uint32_t phase = 0;
   SfaPos<Cfg> sfa;
-  for (int64_t tile = blockIdx.x; tile < sched.num_tiles; tile += gridDim.x) {
-    int mt, nt;
-    sched.Tile(tile, mt, nt);
+  for (; sched.Valid(); sched.Next()) {
+    const int mt = sched.mt, nt = sched.nt;
+    const int col0 = nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;  // this warp's first column
     WarpAcc<Cfg> acc;
 #pragma unroll
     for (int i = 0; i < Cfg::kMFrags; ++i)
@@ -197,10 +232,11 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
       sm90::FinishTile<Cfg>(acc);
 #endif
     } else {
-      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, sfa, ksteps, warp_m, warp_n, acc);
+      ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, sfa, ksteps, warp_m, warp_n,
+                             col0 < p.n, acc);
     }
-    StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM,
-                   nt * Cfg::kBN + warp_n * Cfg::kWarpTileN, e);
+    if (col0 < p.n)
+      StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM, col0, e);
   }
 }
 
@@ -233,11 +269,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   __syncthreads();
 
   const float act_gs = *p.act_gs;
-  if (warp == Cfg::kLoadWarp) {
-    if ((threadIdx.x & 31) == 0) LoadLoop<Cfg>(p, &tmap_aq, &tmap_asf, &tmap_wq, smem, full, empty);
-  } else if (warp < Cfg::kProducerWarps) {
-    QuantizerLoop<Cfg>(p, act_gs);
+  if (warp < Cfg::kProducerWarps) {
+    // The producer warpgroup (all 4 warps, before any lane diverges) hands registers over.
+    if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegDec<Cfg::kProducerRegs>();
+    if (warp == Cfg::kLoadWarp) {
+      if ((threadIdx.x & 31) == 0) {
+        LoadLoop<Cfg>(p, &tmap_aq, &tmap_asf, &tmap_wq, smem, full, empty);
+      }
+    } else {
+      QuantizerLoop<Cfg>(p, act_gs);
+    }
   } else {
+    if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegInc<Cfg::kConsumerRegs>();
     const float w_gs = p.w_gs_dev != nullptr ? *p.w_gs_dev : p.w_gs;
     EpilogueArgs e;
     e.m = p.m;

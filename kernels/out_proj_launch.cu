@@ -18,11 +18,13 @@ namespace h3::kernels {
 namespace {
 
 // The host API's published granularity (kernels/out_proj.h) is every build's tiling.
-static_assert(kOutProjTileM == Sm120Config::kBM && kOutProjTileM == sm90::Sm90Config::kBM);
-static_assert(kOutProjNMultiple % Sm120Config::kBN == 0 &&
-              kOutProjNMultiple % sm90::Sm90Config::kBN == 0);
-static_assert(kOutProjKMultiple % Sm120Config::kKMultiple == 0 &&
-              kOutProjKMultiple % sm90::Sm90Config::kKMultiple == 0);
+template <class Cfg>
+constexpr bool TilesTheApi() {
+  return kOutProjTileM == Cfg::kBM && kOutProjNMultiple % Cfg::kNMultiple == 0 &&
+         kOutProjKMultiple % Cfg::kKMultiple == 0 && kOutProjKMultiple == kChunkQuantum;
+}
+static_assert(TilesTheApi<Sm120Config>() && TilesTheApi<Sm120Config128>() &&
+              TilesTheApi<sm90::Sm90Config>());
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
@@ -83,7 +85,7 @@ cudaError_t Configure(int* resident_ctas) {
 
 template <class Cfg>
 int64_t GridFor(const OutProjLaunch& l) {
-  const int64_t tiles = ((l.m + Cfg::kBM - 1) / Cfg::kBM) * (l.n / Cfg::kBN);
+  const int64_t tiles = ((l.m + Cfg::kBM - 1) / Cfg::kBM) * ((l.n + Cfg::kBN - 1) / Cfg::kBN);
   return tiles < l.resident_ctas ? tiles : l.resident_ctas;
 }
 
@@ -136,7 +138,8 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   p.act_sf = l.act_sf;
   p.ready_flags = l.ready_flags;
   // Bulk prefetches need 16-byte aligned rows: the base (the API only asks 4 bytes) and the row
-  // pitch (n % 8 == 0 always: n is a multiple of 128).
+  // pitch (n % 8 == 0 always: n is a multiple of 128). The B tensor map has n rows: the missing
+  // rows of a half tile at the end of N read as zeros (and their warps compute nothing).
   p.prefetch_residual = reinterpret_cast<uintptr_t>(l.residual) % 16 == 0;
   // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
   // report (and clear) an unrelated earlier error of the caller's.
@@ -152,19 +155,22 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
 
 }  // namespace
 
-cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
-                          const char** what) {
-  return build == KernelBuild::kSm90Fast ? Launch<sm90::Sm90Config>(l, stream, what)
-                                         : Launch<Sm120Config>(l, stream, what);
+cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, KernelTile tile,
+                          cudaStream_t stream, const char** what) {
+  if (build == KernelBuild::kSm90Fast) return Launch<sm90::Sm90Config>(l, stream, what);
+  return tile == KernelTile::k128x128 ? Launch<Sm120Config128>(l, stream, what)
+                                      : Launch<Sm120Config>(l, stream, what);
 }
 
-cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas) {
-  return build == KernelBuild::kSm90Fast ? Configure<sm90::Sm90Config>(resident_ctas)
-                                         : Configure<Sm120Config>(resident_ctas);
+cudaError_t ConfigureOutProj(KernelBuild build, KernelTile tile, int* resident_ctas) {
+  if (build == KernelBuild::kSm90Fast) return Configure<sm90::Sm90Config>(resident_ctas);
+  return tile == KernelTile::k128x128 ? Configure<Sm120Config128>(resident_ctas)
+                                      : Configure<Sm120Config>(resident_ctas);
 }
 
-int OutProjSmemBytes(KernelBuild build) {
-  return build == KernelBuild::kSm90Fast ? sm90::Sm90Config::kSmemBytes : Sm120Config::kSmemBytes;
+int OutProjSmemBytes(KernelBuild build, KernelTile tile) {
+  if (build == KernelBuild::kSm90Fast) return sm90::Sm90Config::kSmemBytes;
+  return tile == KernelTile::k128x128 ? Sm120Config128::kSmemBytes : Sm120Config::kSmemBytes;
 }
 
 }  // namespace h3::kernels

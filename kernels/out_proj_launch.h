@@ -34,18 +34,22 @@ struct OutProjLaunch {
 // sm90::Sm90Config on sm_90a (A dequantized in registers, B staged in shared memory, wgmma).
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 
+// The SM120 kernel's tile (kSm120Native and kSm90Faithful; kSm90Fast has its own): k128x256 =
+// Sm120Config, k128x128 = Sm120Config128 (config.cuh).
+enum class KernelTile { k128x256, k128x128 };
+
 // Once per context and build: raises the kernel's dynamic shared-memory limit and returns in
 // *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per SM).
 // The persistent grid never exceeds it, so every CTA runs at once (the ready-flag waits need it).
-cudaError_t ConfigureOutProj(KernelBuild build, int* resident_ctas);
+cudaError_t ConfigureOutProj(KernelBuild build, KernelTile tile, int* resident_ctas);
 
 // Launches on `stream` (l.resident_ctas from ConfigureOutProj). On failure returns the CUDA error
 // and sets *what to the step that failed.
-cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, cudaStream_t stream,
-                          const char** what);
+cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, KernelTile tile,
+                          cudaStream_t stream, const char** what);
 
 // Dynamic shared memory of one CTA of `build`, in bytes (the host checks the device's limit).
-int OutProjSmemBytes(KernelBuild build);
+int OutProjSmemBytes(KernelBuild build, KernelTile tile);
 
 }  // namespace h3::kernels
 

@@ -81,12 +81,19 @@ struct Case {
   bool weight_scale_on_device;
 };
 
-// Each case runs with both sm_90 emulations (on sm_120 both select the native kernel).
-class OutProjCaseTest : public ::testing::TestWithParam<std::tuple<Case, Sm90Emulation>> {};
+// Each case runs with both tiles of the SM120 kernel (config.cuh Sm120Config, Sm120Config128) and,
+// on sm_90, with both emulations (the fast one has a single config of its own: run once; on
+// sm_120 both emulations select the native kernel).
+class OutProjCaseTest
+    : public ::testing::TestWithParam<std::tuple<Case, Sm90Emulation, OutProjTile>> {};
 
 TEST_P(OutProjCaseTest, MatchesEmulator) {
   H3_SKIP_WITHOUT_GPU();
   const Case& c = std::get<0>(GetParam());
+  if (std::get<1>(GetParam()) == Sm90Emulation::kFast &&
+      std::get<2>(GetParam()) != OutProjTile::kAuto) {
+    GTEST_SKIP() << "the fast sm_90 build has one tile";
+  }
   absl::StatusOr<Problem> p = MakeProblem(c.m, c.n, c.k, c.g, c.data, 1234 + c.m);
   ASSERT_TRUE(p.ok()) << p.status();
   // Out-of-range gate indices on some rows (they copy residual bit for bit).
@@ -99,6 +106,7 @@ TEST_P(OutProjCaseTest, MatchesEmulator) {
   o.caller_workspace = !c.own_workspace;                // else act_q/act_sf null: the op allocates
   o.weight_scale_on_device = c.weight_scale_on_device;  // the host value is then -1
   o.sm90_emulation = std::get<1>(GetParam());
+  o.tile = std::get<2>(GetParam());
   const absl::Status st =
       MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked);
   ASSERT_TRUE(st.ok()) << st;
@@ -120,11 +128,16 @@ INSTANTIATE_TEST_SUITE_P(
             Case{"entropy_m1000", 1000, 512, 2048, 9, DataKind::kGaussian, false, false, true},
             Case{"entropy_inplace_noworkspace", 300, 256, 512, 9, DataKind::kGaussian, true, true,
                  false},
+            // n = 128: only half of a 128 x 256 tile exists (its other warps idle).
+            Case{"exact_n128", 130, 128, 512, 9, DataKind::kExact, false, false, false},
+            Case{"entropy_n640", 257, 640, 2304, 9, DataKind::kGaussian, false, false, false},
             Case{"minimax_m259", 259, 5376, 7168, 9, DataKind::kGaussian, false, false, false}),
-        ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast)),
-    [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation>>& i) {
+        ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
+        ::testing::Values(OutProjTile::kAuto, OutProjTile::k128x128)),
+    [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation, OutProjTile>>& i) {
       return std::string(std::get<0>(i.param).name) +
-             (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful");
+             (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
+             (std::get<2>(i.param) == OutProjTile::k128x128 ? "_128x128" : "");
     });
 
 // NaN / Inf / subnormal / zero / -0 activations.
@@ -291,6 +304,10 @@ TEST(OutProjTest, ErrorPaths) {
        absl::StatusCode::kInvalidArgument, "n must"},
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
        "n must"},
+      {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(7); }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "tile must be OutProjTile::kAuto, k128x256 or k128x128"},
+      {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
       {"k", [](OutProjArgs& a) { a.k = 320; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "k must"},
       {"g", [](OutProjArgs& a) { a.g = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
@@ -453,10 +470,10 @@ TEST(OutProjTest, TwoStreamsConcurrently) {
 
 TEST(OutProjTest, ReadyFlagBytes) {
   EXPECT_EQ(OutProjReadyFlagBytes(0), 128);  // the claim counter's own 128-byte line
-  EXPECT_EQ(OutProjReadyFlagBytes(1), 144);  // + one m-tile flag, rounded to 16 bytes
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 144);
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), 160);
-  EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM), 128 + ((kOutProjMaxM + 127) / 128) * 4);
+  EXPECT_EQ(OutProjReadyFlagBytes(1), 160);  // + 8 k-chunk flags of one m-tile
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 128 + 4 * 32);
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), 128 + 5 * 32);
+  EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM), 128 + ((kOutProjMaxM + 127) / 128) * 32);
 }
 
 }  // namespace

@@ -51,21 +51,23 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
 
 // ---- Bulk copies (PTX "cp.async.bulk", "cp.async.bulk.tensor"). ----
 // 2-D tiled tensor copy global -> shared, completion counted in bytes on the mbarrier. The
-// shared::cluster destination with a CTA-local address is the single-CTA form (cluster size 1).
+// destination is .shared::cta (PTX ISA 8.6+), not .shared::cluster: with the cluster form ptxas
+// 13.0 compiles an address mapping call and then ignores setmaxnreg in the whole kernel (C7506
+// "'setmaxnreg' ignored to maintain compatibility into 'extern' call", NOTES.md).
 __device__ __forceinline__ void TmaLoad2D(void* dst, const CUtensorMap* map, uint64_t* bar,
                                           int32_t c0, int32_t c1) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(SmemAddr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
-// 1-D bulk copy: size and both addresses multiples of 16 bytes.
+// 1-D bulk copy: size and both addresses multiples of 16 bytes (.shared::cta: see TmaLoad2D).
 __device__ __forceinline__ void BulkLoad(void* dst, const void* src, uint32_t bytes,
                                          uint64_t* bar) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(SmemAddr(dst)),
+      "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          SmemAddr(dst)),
       "l"(src), "r"(bytes), "r"(SmemAddr(bar))
       : "memory");
 }
@@ -91,6 +93,19 @@ __device__ __forceinline__ void RedReleaseGpuAdd(uint32_t* p, uint32_t v) {
 // of act_q/act_sf must be visible to cp.async.bulk.tensor reads (PTX "Proxies" / membar.proxy).
 __device__ __forceinline__ void FenceProxyAsyncGlobal() {
   asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+// ---- Registers (PTX setmaxnreg, sm_90a / sm_100f / sm_120f): every warp of a warpgroup executes
+// the same one; dec releases registers to the SM's pool, inc waits until it can take them. ----
+template <int kRegs>
+__device__ __forceinline__ void SetMaxNRegDec() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg range");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void SetMaxNRegInc() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg range");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
 
 // ---- Fragments. ----

@@ -7,21 +7,24 @@
 // Buffer ("ready flags"): ReadyFlagWords(m, BM) uint32 words of global memory per call, zeroed
 // by the host API on the launch's stream right before the launch (out_proj.cc), so calls never
 // share one and any call can be captured into a CUDA graph:
-//   word kClaimCounter        the next quantizer unit to claim (a unit = kQuantRows rows)
-//   word kFlagsOffset + mt    finished quantizer units of m-tile mt (ready when it reaches
-//                             QuantUnits::UnitsInMTile)
+//   word kClaimCounter                      the next quantizer unit to claim (work_units.h)
+//   word kFlagsOffset + mt * kMaxChunks + c finished row groups of k-chunk c of m-tile mt
+//                                           (ready when it reaches WorkUnits::GroupsInMTile)
 //
 // Protocol (PTX memory consistency model, "Proxies" and release/acquire patterns):
 //   quantizer warp: ClaimUnit -> quantize (generic st.global of act_q/act_sf) -> PublishUnit:
-//                   fence.proxy.async.global + membar.gl by every lane, then one
-//                   red.release.gpu.add on the m-tile's flag;
-//   load warp:      WaitMTileReady: ld.acquire.gpu of the flag until complete, then
-//                   fence.proxy.async.global before the TMA (async proxy) reads act_q/act_sf.
+//                   fence.proxy.async.global + membar.gl by every lane, __syncwarp, then one
+//                   red.release.gpu.add per chunk of the unit (lane c: chunk c);
+//   load warp:      WaitChunkReady before the first stage of each chunk of a tile:
+//                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
+//                   before the TMA (async proxy) reads act_q/act_sf.
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
 // The host needs only the layout constants (no CUDA headers); the device functions follow.
 
 #include <cstdint>
+
+#include "kernels/work_units.h"
 
 #if defined(__CUDACC__)
 #include "kernels/ptx.cuh"
@@ -31,10 +34,14 @@ namespace h3::kernels {
 
 inline constexpr int kClaimCounter = 0;
 inline constexpr int kFlagsOffset = 32;  // the counter sits in its own 128-byte line
+static_assert(kMaxChunks <= 32, "PublishUnit: one lane per chunk");
 
-// Words of the buffer for m rows in m-tiles of tile_m rows.
+// Words of the buffer for m rows in m-tiles of tile_m rows: kMaxChunks flags per m-tile.
 inline constexpr int64_t ReadyFlagWords(int64_t m, int64_t tile_m) {
-  return kFlagsOffset + (m + tile_m - 1) / tile_m;
+  return kFlagsOffset + (m + tile_m - 1) / tile_m * kMaxChunks;
+}
+H3_HD int64_t FlagWord(int64_t m_tile, int chunk) {
+  return kFlagsOffset + m_tile * kMaxChunks + chunk;
 }
 
 #if defined(__CUDACC__)
@@ -46,20 +53,22 @@ __device__ __forceinline__ uint32_t ClaimUnit(uint32_t* ready_flags) {
   return __shfl_sync(0xFFFFFFFFu, u, 0);
 }
 
-// Warp-collective, after the warp's generic stores of one unit of m-tile `m_tile`: the stores are
-// read by other CTAs' TMA (async proxy).
-__device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_tile) {
+// Warp-collective, after the warp's generic stores of one unit (a row group of m-tile `m_tile`,
+// chunks [chunk_begin, chunk_end)): the stores are read by other CTAs' TMA (async proxy).
+__device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_tile, int chunk_begin,
+                                            int chunk_end) {
   ptx::FenceProxyAsyncGlobal();
   __threadfence();
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) ptx::RedReleaseGpuAdd(ready_flags + kFlagsOffset + m_tile, 1u);
+  const int c = chunk_begin + static_cast<int>(threadIdx.x & 31);
+  if (c < chunk_end) ptx::RedReleaseGpuAdd(ready_flags + FlagWord(m_tile, c), 1u);
 }
 
-// One thread: returns once m-tile `m_tile` has `units` finished units; its async-proxy reads
-// (TMA) issued after this see them.
-__device__ __forceinline__ void WaitMTileReady(const uint32_t* ready_flags, int m_tile,
-                                               uint32_t units) {
-  while (ptx::LdAcquireGpu(ready_flags + kFlagsOffset + m_tile) < units) __nanosleep(128);
+// One thread: returns once chunk `chunk` of m-tile `m_tile` has `groups` finished row groups; its
+// async-proxy reads (TMA) issued after this see them.
+__device__ __forceinline__ void WaitChunkReady(const uint32_t* ready_flags, int64_t m_tile,
+                                               int chunk, uint32_t groups) {
+  while (ptx::LdAcquireGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) __nanosleep(64);
   ptx::FenceProxyAsyncGlobal();  // acquire, then the async-proxy reads
 }
 

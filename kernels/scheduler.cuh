@@ -1,48 +1,46 @@
 #ifndef H3_KERNELS_SCHEDULER_CUH_
 #define H3_KERNELS_SCHEDULER_CUH_
 
-// Persistent tile order and the quantizer's work units.
+// Persistent tile order (the quantizer's work units: work_units.h).
 
 #include <cstdint>
 
 namespace h3::kernels {
 
+// m-tile-major order: tile t covers m-tile t / num_n_tiles, n-tile t % num_n_tiles, and CTA b
+// runs tiles b, b + gridDim.x, ... The CTAs then sweep the activation rows in the order the
+// quantizer finishes them, and ~gridDim.x / num_n_tiles m-tiles are in flight at once, each
+// activation tile read by up to num_n_tiles CTAs while it is hot in L2. The whole weight (MiniMax:
+// 19 MiB codes + 2.3 MiB scales) stays L2-resident (H200 50 MiB, RTX 5090 96 MiB), so no further
+// grouping is needed. The quantizer's front m-tiles (work_units.h FrontMTiles) are the first
+// wave's under this order.
+//
+// The walk advances (m-tile, n-tile) by the grid's stride with 32-bit arithmetic only: a 64-bit
+// division compiles to a subroutine call, and ptxas then ignores setmaxnreg in the whole kernel
+// (ptxas C7506 "'setmaxnreg' ignored to maintain compatibility into 'extern' call").
 template <class Cfg>
 struct TileScheduler {
-  int64_t m;
   int num_m_tiles, num_n_tiles;
-  int64_t num_tiles;
+  int step_m, step_n;  // the grid stride in (m-tiles, n-tiles)
+  int mt, nt;          // the current tile
 
-  __device__ __forceinline__ TileScheduler(int64_t m_rows, int n) : m(m_rows) {
-    num_m_tiles = static_cast<int>((m_rows + Cfg::kBM - 1) / Cfg::kBM);
-    num_n_tiles = n / Cfg::kBN;
-    num_tiles = static_cast<int64_t>(num_m_tiles) * num_n_tiles;
+  __device__ __forceinline__ TileScheduler(int64_t m_rows, int n) {
+    num_m_tiles = static_cast<int>((m_rows + Cfg::kBM - 1) / Cfg::kBM);  // < 2^24 (kOutProjMaxM)
+    num_n_tiles = (n + Cfg::kBN - 1) / Cfg::kBN;  // the last may be half a tile (n % 256 == 128)
+    const unsigned nn = static_cast<unsigned>(num_n_tiles);
+    step_m = static_cast<int>(gridDim.x / nn);
+    step_n = static_cast<int>(gridDim.x % nn);
+    mt = static_cast<int>(blockIdx.x / nn);
+    nt = static_cast<int>(blockIdx.x % nn);
   }
-  // m-tile-major order: tile t covers m-tile t / num_n_tiles. The CTAs (tile = blockIdx.x +
-  // i * gridDim.x) then sweep the activation rows in the order the quantizer finishes them, and
-  // ~gridDim.x / num_n_tiles m-tiles are in flight at once, each activation tile read by up to
-  // num_n_tiles CTAs while it is hot in L2. The whole weight (MiniMax: 19 MiB codes + 2.3 MiB
-  // scales) stays L2-resident (H200 50 MiB, RTX 5090 96 MiB), so no further grouping is needed.
-  __device__ __forceinline__ void Tile(int64_t t, int& m_tile, int& n_tile) const {
-    m_tile = static_cast<int>(t / num_n_tiles);
-    n_tile = static_cast<int>(t % num_n_tiles);
-  }
-};
-
-// Quantizer work units: unit u = rows [u * kQuantRows, min((u + 1) * kQuantRows, M)), claimed
-// in increasing order through one global atomic counter by the quantizer warps of any CTA. A
-// claimed unit is always finished by its claimer, which never waits on anything, so every
-// m-tile becomes ready whatever subset of the grid is resident (no deadlock by construction).
-template <class Cfg>
-struct QuantUnits {
-  __device__ __forceinline__ static int64_t Count(int64_t m) {
-    return (m + Cfg::kQuantRows - 1) / Cfg::kQuantRows;
-  }
-  // Units of m-tile mt: all kUnitsPerMTile except possibly in the last, partial m-tile.
-  __device__ __forceinline__ static uint32_t UnitsInMTile(int64_t m, int mt) {
-    const int64_t rows = m - static_cast<int64_t>(mt) * Cfg::kBM;
-    const int64_t r = rows < Cfg::kBM ? rows : Cfg::kBM;
-    return static_cast<uint32_t>((r + Cfg::kQuantRows - 1) / Cfg::kQuantRows);
+  __device__ __forceinline__ bool Valid() const { return mt < num_m_tiles; }
+  __device__ __forceinline__ void Next() {
+    mt += step_m;
+    nt += step_n;
+    if (nt >= num_n_tiles) {
+      nt -= num_n_tiles;
+      ++mt;
+    }
   }
 };
 

@@ -126,9 +126,11 @@ absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
 }
 
 // ---- fused: the op, one launch.
-absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode) {
+absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode,
+                      OutProjTile tile) {
   OutProjArgs a;
   a.sm90_emulation = c.options().sm90_emulation;
+  a.tile = tile;
   a.m = in.m;
   a.attn_out = s.attn.get();
   a.o_weight_q = s.w_q.get();
@@ -146,12 +148,17 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
 absl::Status PrepareFused(BenchContext& c, const Inputs&) {
   return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
 }
+// The default tile (128 x 256) and the alternative (128 x 128), both timed: SM120 owners see which
+// is faster on their part (kernels/out_proj.h OutProjTile).
+template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
-  return RunFused(c, in, s, CheckMode::kAsync);
+  return RunFused(c, in, s, CheckMode::kAsync, kTile);
 }
+template <OutProjTile kTile>
 absl::Status CheckFused(BenchContext& c, const Inputs& in) {
-  return c.CheckOnce("fused", in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
-    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked));
+  const char* name = kTile == OutProjTile::k128x128 ? "fused_128x128" : "fused";
+  return c.CheckOnce(name, in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
+    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile));
     H3_RETURN_IF_ERROR(CheckQuantized(in));
     return CheckOutInEnvelope(in);
   });
@@ -165,7 +172,10 @@ constexpr Contender kContenders[] = {
     {"bf16_gemm", GemmFlops, Bf16GemmBytes, PrepareBf16, CheckBf16, EnqueueBf16Gemm},
     {"bf16_unfused", GemmFlops, Bf16UnfusedBytes, PrepareBf16, CheckBf16, EnqueueBf16Unfused},
     {"nvfp4_unfused", GemmFlops, Nvfp4UnfusedBytes, PrepareNvfp4, CheckNvfp4, EnqueueNvfp4Unfused},
-    {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused, EnqueueFused},
+    {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::kAuto>,
+     EnqueueFused<OutProjTile::kAuto>},
+    {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
+     EnqueueFused<OutProjTile::k128x128>},
 };
 
 }  // namespace

@@ -8,7 +8,8 @@
 //   into cuBLASLt's
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
-//   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch
+//   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, default tile
+//   fused_128x128  the same with OutProjTile::k128x128 (the alternative config)
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

@@ -19,6 +19,7 @@ void Skip(benchmark::State& state, const absl::Status& why) {
 void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c, int64_t m,
                  int rotation, bool check_ok, double ms) {
   const std::string name = c.name;
+  const bool fused_op = name == "fused" || name == "fused_128x128";
   const DeviceInfo& d = ctx.device();
   for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
                         "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy",
@@ -33,7 +34,7 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   if (flops > 0) {
     const double tflops = flops / s / 1e12;
     state.counters["TFLOPs"] = tflops;
-    const double peak = name == "fused"           ? d.peak_op_tflops
+    const double peak = fused_op                  ? d.peak_op_tflops
                         : name == "nvfp4_unfused" ? d.peak_nvfp4_tflops
                                                   : d.peak_bf16_tflops;
     if (peak > 0) state.counters["pct_peak_flops"] = 100 * tflops / peak;
@@ -41,13 +42,14 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   // On an SM12x device: the performance model's prediction of this fused time (the current
   // design on this GPU's SM count, calibrated to the cuBLASLt anchor), so the first SM120 run
   // shows where the model is wrong. 0 elsewhere: the model has no Hopper MMA.
-  if (name == "fused" && d.prop.major == 12) {
+  if (fused_op && d.prop.major == 12) {
     if (const perf_model::Hardware* hw =
             perf_model::Sm120HardwareForSmCount(d.prop.multiProcessorCount)) {
       perf_model::Problem problem;
       problem.m = m;
-      const perf_model::Prediction p =
-          perf_model::Predict(*hw, perf_model::CurrentDesign(), problem);
+      const perf_model::Prediction p = perf_model::Predict(
+          *hw, name == "fused" ? perf_model::CurrentDesign() : perf_model::Current128Design(),
+          problem);
       const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
       state.counters["model_TFLOPs"] = p.tflops * factor;
       state.counters["model_ms"] = p.t_total / factor * 1e3;
@@ -61,7 +63,7 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   // earlier in the run: every contender against the copy, the fused op against the GEMMs.
   for (const char* base : {"bf16_gemm", "bf16_unfused", "nvfp4_unfused", "copy"}) {
     const double* t = ctx.FindTime(base, m);
-    if (t != nullptr && name != base && (name == "fused" || std::string(base) == "copy")) {
+    if (t != nullptr && name != base && (fused_op || std::string(base) == "copy")) {
       state.counters[absl::StrCat("x_vs_", base)] = *t / ms;
     }
   }

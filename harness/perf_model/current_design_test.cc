@@ -8,9 +8,8 @@
 namespace h3::perf_model {
 namespace {
 
-TEST(CurrentDesign, MatchesSm120Config) {
-  using Cfg = kernels::Sm120Config;
-  const Design d = CurrentDesign();
+template <class Cfg>
+void ExpectMatches(const Design& d) {
   EXPECT_EQ(d.bm, Cfg::kBM);
   EXPECT_EQ(d.bn, Cfg::kBN);
   EXPECT_EQ(d.bk, Cfg::kBK);
@@ -24,6 +23,20 @@ TEST(CurrentDesign, MatchesSm120Config) {
   EXPECT_EQ(d.MFrags(), Cfg::kMFrags);
   EXPECT_EQ(d.NFrags(), Cfg::kNFrags);
   EXPECT_EQ(d.KSteps(), Cfg::kKSteps);
+  EXPECT_EQ(d.setmaxnreg, Cfg::kSetMaxNReg);
+  if (d.setmaxnreg) {
+    EXPECT_EQ(d.regs_consumer, Cfg::kConsumerRegs);
+    EXPECT_EQ(d.regs_producer, Cfg::kProducerRegs);
+  }
+  EXPECT_EQ(d.quant_order, QuantOrder::kFirstWaveKChunks);
+  for (int k : {256, 1024, 2304, 5120, 7168, 1 << 20}) {
+    EXPECT_EQ(d.quant_chunk_elems(k), kernels::ChunkElems(k)) << "k " << k;
+  }
+}
+
+TEST(CurrentDesign, MatchesSm120Config) { ExpectMatches<kernels::Sm120Config>(CurrentDesign()); }
+TEST(CurrentDesign, MatchesSm120Config128) {
+  ExpectMatches<kernels::Sm120Config128>(Current128Design());
 }
 
 }  // namespace

@@ -9,6 +9,12 @@
 
 namespace h3::perf_model {
 
+// kernels/work_units.h ChunkElems, restated (the model does not build against the kernels).
+int KernelChunkElems(int k) {
+  const int quanta = k / 256;
+  return (quanta + 7) / 8 * 256;
+}
+
 Design V1Design() {
   // The kernel before session 8's pipeline change (Sm120Config = OutProjConfig<2, 101376>):
   // kBM = kBN = 128, kBK = 256, kStages = 2, kWarpsM x kWarpsN = 2 x 4 (64 x 32 warp tiles),
@@ -37,19 +43,38 @@ Design V1Design() {
   return d;
 }
 
-Design CurrentDesign() {
-  // kernels/config.cuh (Sm120Config = OutProjConfig<4, 128, kSm120SmemBytes>): V1Design() with
-  // kBK = 128 x 4 stages, the activation-scale TMA box [128][16 B] loaded every other stage into
-  // 3 slots; ptxas sm_120f: 146 registers, 0 spills.
+Design Current128Design() {
+  // kernels/config.cuh Sm120Config128 = OutProjConfig<4, 128, 128, kSm120SmemBytes> (the tile
+  // OutProjTile::k128x128 picks): V1Design() with kBK = 128 x 4 stages, the activation-scale TMA
+  // box [128][16 B] loaded every other stage into 3 slots, the first wave's rows quantized
+  // k-chunk by k-chunk (work_units.h); ptxas sm_120f: 144 registers, 0 spills.
   Design d = V1Design();
   // The kernel also prefetches each tile's residual rows to L2; Epilogue::kSerialL2Prefetch
   // models that together with batched loads, gate in shared memory and cvt packs, which the
-  // kernel does not have yet: the current epilogue stays modelled as kSerialDram (conservative).
-  d.name = "current";
-  d.summary = "128x128x128 x4 stages, 8 warps of 64x32, serial epilogue from DRAM";
+  // kernel does not have yet: the epilogue stays modelled as kSerialDram (conservative).
+  d.name = "current_128x128";
+  d.summary = "128x128x128 x4 stages, 8 warps of 64x32, k-chunk quant, serial epilogue";
   d.bk = 128;
   d.stages = 4;
   d.sfa_load = SfaLoad::kTmaBoxPairStages;
+  d.quant_order = QuantOrder::kFirstWaveKChunks;
+  d.quant_chunk_elems = KernelChunkElems;
+  return d;
+}
+
+Design CurrentDesign() {
+  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes> (the default
+  // tile): 3 stages of BK = 128, 2 x 4 warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0
+  // spills), the first wave's rows quantized k-chunk by k-chunk (work_units.h: at most 8
+  // chunks, not one per stage). Epilogue as in Current128Design (modelled kSerialDram).
+  Design d = Current128Design();
+  d.name = "current";
+  d.summary = "128x256x128 x3 stages, 8 warps of 64x64, setmaxnreg, k-chunk quant, serial epi";
+  d.bn = 256;
+  d.stages = 3;
+  d.setmaxnreg = true;
+  d.regs_consumer = 224;
+  d.regs_producer = 56;
   return d;
 }
 
@@ -229,6 +254,7 @@ const Design* FindDesign(const std::string& name) {
   static const std::vector<Design>* const all = [] {
     auto* v = new std::vector<Design>();
     v->push_back(CurrentDesign());
+    v->push_back(Current128Design());
     v->push_back(V1Design());
     for (const Design& d : CandidateDesigns()) v->push_back(d);
     v->push_back(GemmOnlyReference());

@@ -23,7 +23,9 @@ constexpr double kOtherPerKStep = 5;         // address arithmetic per k-step
 constexpr double kOtherPerStage = 17;        // barrier wait / arrive, stage index, loop
 // Quantizer registers (estimate): pointers, loop state, qp, the 16 converted values, and the
 // two uint4 loads of each block in flight.
-constexpr int kQuantRegsBase = 40;
+// Calibrated to ptxas: the kernel's depth-4 quantizer loop compiles into the producers' 56
+// registers (setmaxnreg 56 / 224, sm_120f) with 0 spills, so base + 4 x 8 <= 56.
+constexpr int kQuantRegsBase = 24;
 constexpr int kQuantRegsPerDepth = 8;
 // Consumer registers beyond accumulators and fragments: addresses, indices, barriers, loop.
 constexpr int kConsumerRegsOverhead = 24;
@@ -507,8 +509,11 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
         break;
       }
       case QuantOrder::kFirstWaveKChunks: {
-        // First k-block of every first-wave row; the rest must stay ahead of the first tiles.
-        quant_ready = std::max(iter, first_rows * d.bk * 2 / q);
+        // First k-chunk of every first-wave row; the rest must stay ahead of the first tiles.
+        const double chunk = d.quant_chunk_elems != nullptr
+                                 ? std::min<double>(K, d.quant_chunk_elems(static_cast<int>(K)))
+                                 : d.bk;
+        quant_ready = std::max(iter, first_rows * chunk * 2 / q);
         keepup = std::max(0.0, first_rows * row_bytes / q - quant_ready - first_main);
         break;
       }

@@ -118,6 +118,9 @@ struct Design {
   QuantOrder quant_order = QuantOrder::kRoundRobinRows;
   int quant_rows_per_unit = 4;
   int quant_depth = 4;  // 16-element blocks in flight per quantizer lane
+  // kFirstWaveKChunks: k-elements per ready chunk as a function of K (kernels/work_units.h:
+  // at most 8 chunks); nullptr = one pipeline stage (bk).
+  int (*quant_chunk_elems)(int k) = nullptr;
   Schedule schedule = Schedule::kStatic;
   int phases = 1;
   SfaLoad sfa_load = SfaLoad::kTmaBox;
@@ -142,6 +145,8 @@ struct Design {
 // kernels' targets are not visible to this package): a static_assert against Sm120Config
 // belongs in a target that can see both.
 Design CurrentDesign();
+// The alternative tile of today's kernel (kernels/config.cuh Sm120Config128).
+Design Current128Design();
 // The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
 // calibration against NOTES.md's hand arithmetic, and the ladder's first step.
 Design V1Design();

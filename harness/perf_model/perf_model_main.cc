@@ -97,6 +97,7 @@ std::vector<Design> SelectedDesigns() {
   std::vector<Design> out;
   if (sel == "all") {
     out.push_back(CurrentDesign());
+    out.push_back(Current128Design());
     out.push_back(V1Design());
     for (const Design& d : CandidateDesigns()) out.push_back(d);
     return out;

@@ -64,6 +64,7 @@ OutProjArgs ArgsFor(const DeviceProblem& d, const RunOptions& options) {
   a.act_q = options.caller_workspace ? d.act_q.get() : nullptr;
   a.act_sf = options.caller_workspace ? d.act_sf.get() : nullptr;
   a.sm90_emulation = options.sm90_emulation;
+  a.tile = options.tile;
   return a;
 }
 

@@ -30,6 +30,7 @@ struct RunOptions {
   bool caller_workspace = true;         // act_q/act_sf given (else null: the op allocates its own)
   bool weight_scale_on_device = false;  // o_weight_global_scale_dev instead of the host value
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;
+  OutProjTile tile = OutProjTile::kAuto;
   CheckMode check = CheckMode::kChecked;
 };
 

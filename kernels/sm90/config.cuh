@@ -17,8 +17,8 @@ inline constexpr int kSm90SmemBytes = 232448;
 // (128B-swizzled) that wgmma.m64n128k16 reads; A is dequantized in registers. One staging tile
 // per k-step of a stage (4), so wgmmas of one k-step still run while the next k-step's are
 // issued. The tiles also hold the f32 tile of FinishTile.
-struct Sm90Config : OutProjConfig<4, 256, kSm90SmemBytes> {
-  using Base = OutProjConfig<4, 256, kSm90SmemBytes>;
+struct Sm90Config : OutProjConfig<4, 256, 128, kSm90SmemBytes> {
+  using Base = OutProjConfig<4, 256, 128, kSm90SmemBytes>;
   static constexpr int kEmuTileBytes = Base::kBN * 64 * 2;  // one k-step of B in bf16
   static constexpr int kEmuBufs = Base::kKSteps;            // one B tile per k-step of a stage
   static constexpr int kEmuBufBytes = kEmuBufs * kEmuTileBytes;

@@ -148,17 +148,18 @@ __device__ __forceinline__ void DequantBFragment(const uint32_t (&b)[2], uint32_
   }
 }
 
-// The faithful sm_90 main loop's k-step of a warp tile: dequantize each fragment once (B for the
-// whole tile, A one m16 fragment at a time), then 4 bf16 MMAs per block-scaled MMA.
-template <class Cfg>
-__device__ __forceinline__ void WarpTileMmaEmulated(WarpAcc<Cfg>& acc,
+// The faithful sm_90 main loop's k-step of a warp tile's kNJ n8 fragments from j0: dequantize each
+// fragment once (B for the group, A one m16 fragment at a time), then 4 bf16 MMAs per
+// block-scaled MMA.
+template <class Cfg, int kNJ>
+__device__ __forceinline__ void WarpTileMmaEmulated(WarpAcc<Cfg>& acc, int j0,
                                                     const uint32_t (&a)[Cfg::kMFrags][4],
-                                                    const uint32_t (&b)[Cfg::kNFrags][2],
+                                                    const uint32_t (&b)[kNJ][2],
                                                     const uint32_t (&sfa)[Cfg::kMFrags],
-                                                    const uint32_t (&sfb)[Cfg::kNFrags]) {
-  uint32_t bq[Cfg::kNFrags][4][2];
+                                                    const uint32_t (&sfb)[kNJ]) {
+  uint32_t bq[kNJ][4][2];
 #pragma unroll
-  for (int j = 0; j < Cfg::kNFrags; ++j) DequantBFragment(b[j], sfb[j], bq[j]);
+  for (int j = 0; j < kNJ; ++j) DequantBFragment(b[j], sfb[j], bq[j]);
 #pragma unroll
   for (int i = 0; i < Cfg::kMFrags; ++i) {
     uint32_t aq[4][4];
@@ -167,7 +168,7 @@ __device__ __forceinline__ void WarpTileMmaEmulated(WarpAcc<Cfg>& acc,
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
 #pragma unroll
-      for (int j = 0; j < Cfg::kNFrags; ++j) MmaBf16(acc.v[i][j], aq[s], bq[j][s]);
+      for (int j = 0; j < kNJ; ++j) MmaBf16(acc.v[i][j0 + j], aq[s], bq[j][s]);
     }
   }
 }

@@ -41,17 +41,18 @@ fi
 if [[ ${1:-} != quick ]]; then
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$B/out_proj_test" --gtest_filter='*m129*'
+      "$B/out_proj_test" --gtest_filter='*m129*:*n128*'
   done
 fi
-# SASS: the native block-scaled MMA in the SM12x kernel (one stage's k-steps are unrolled, so
-# the count is the OMMAs per stage of the one SM120 kernel instance).
+# SASS of each sm_120f kernel instance: its block-scaled MMAs (one stage's k-steps are unrolled,
+# so the count is the OMMAs per stage) and its setmaxnreg instructions (USETMAXREG: present only
+# where ptxas honoured them).
 obj=$(ls "$B"/out_proj_launch*.o 2>/dev/null | head -n1)
 if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
-  cuobjdump -sass "$obj" >"$OUT/sass.txt" 2>&1
-  n=$(grep -c 'OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X' "$OUT/sass.txt")
-  echo "sass: $n OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X in the kernel object (OMMA per stage)" |
-    tee "$OUT/sass.log"
+  cuobjdump -sass -arch sm_120f "$obj" >"$OUT/sass.txt" 2>&1 || cuobjdump -sass "$obj" >"$OUT/sass.txt" 2>&1
+  awk '/Function :/ {f=$3} /OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X/ {o[f]++} /USETMAXREG/ {r[f]++}
+       END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG\n", f, o[f], r[f]}' \
+    "$OUT/sass.txt" | tee "$OUT/sass.log"
 fi
 echo "checks failed: $failures"
 exit $((failures > 0))
