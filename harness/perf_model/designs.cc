@@ -6,14 +6,9 @@
 
 #include "absl/strings/str_format.h"
 #include "harness/perf_model/model.h"
+#include "kernels/work_units.h"
 
 namespace h3::perf_model {
-
-// kernels/work_units.h ChunkElems, restated (the model does not build against the kernels).
-int KernelChunkElems(int k) {
-  const int quanta = k / 256;
-  return (quanta + 7) / 8 * 256;
-}
 
 Design V1Design() {
   // The kernel before session 8's pipeline change (Sm120Config = OutProjConfig<2, 101376>):
@@ -58,7 +53,7 @@ Design Current128Design() {
   d.stages = 4;
   d.sfa_load = SfaLoad::kTmaBoxPairStages;
   d.quant_order = QuantOrder::kFirstWaveKChunks;
-  d.quant_chunk_elems = KernelChunkElems;
+  d.quant_chunk_elems = kernels::ChunkElems;
   return d;
 }
 
