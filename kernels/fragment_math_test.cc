@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -355,6 +356,29 @@ TEST(FragmentMathTest, SoftE2m1MatchesEmulator) {
         const float v = F32FromBits(bits);
         ASSERT_EQ(sm90::F32ToE2m1Soft(v), F32ToE2M1(v)) << std::hex << "0x" << bits;
       }
+    }
+  }
+}
+
+// The quantizer's fast sm_90 path: the minimum-of-lines magnitude code against the emulator's
+// F32ToE2M1 on a >= 0, not NaN (+Inf included): every 13th pattern, and every pattern within
+// 64 ulp of each tie and grid point. H3_EXHAUSTIVE=1 checks all 2^31 - 2^23 + 1 of them.
+TEST(FragmentMathTest, E2m1MagnitudeMagicMatchesEmulator) {
+  const char* env = std::getenv("H3_EXHAUSTIVE");
+  const uint32_t step = (env != nullptr && env[0] == '1') ? 1 : 13;
+  const auto check = [](uint32_t bits) {
+    const float a = F32FromBits(bits);
+    return F32Bits(sm90::E2m1MagnitudeMagic(a)) - 0x4B000000u == F32ToE2M1(a);
+  };
+  for (uint64_t u = 0; u <= 0x7F800000u; u += step) {
+    ASSERT_TRUE(check(static_cast<uint32_t>(u))) << std::hex << "0x" << u;
+  }
+  ASSERT_TRUE(check(0x7F800000u));
+  for (const float p : {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f,
+                        5.0f, 6.0f, 7.0f, 8.0f, 3.4028235e38f}) {
+    for (int d = -64; d <= 64; ++d) {
+      const uint32_t bits = F32Bits(p) + d;
+      if (bits <= 0x7F800000u) ASSERT_TRUE(check(bits)) << std::hex << "0x" << bits;
     }
   }
 }

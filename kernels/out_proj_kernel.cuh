@@ -56,7 +56,7 @@ template <class Cfg>
 __device__ __forceinline__ void QuantizerLoop(const KernelParams& p, float act_gs) {
   const int lane = threadIdx.x & 31;
   const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
-  const QuantParams qp = MakeQuantParams(act_gs);
+  const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
   const int blocks_per_row = p.k / Cfg::kSfVec;
   const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
   constexpr int kDepth = 4;  // blocks in flight per lane (memory-level parallelism)
@@ -78,7 +78,7 @@ __device__ __forceinline__ void QuantizerLoop(const KernelParams& p, float act_g
         if (i < total) {
           const int64_t row = w.row0 + i / nb;
           const int b = b_begin + i % nb;
-          QuantizeBlockFromGlobal(p.attn_out + row * p.k + b * Cfg::kSfVec, qp,
+          QuantizeBlockFromGlobal(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
                                   p.act_q + row * (p.k / 2) + b * 8,
                                   p.act_sf + row * blocks_per_row + b);
         }
@@ -287,11 +287,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     e.n = p.n;
     e.g = p.g;
     e.alpha = __fdiv_rn(1.0f, __fmul_rn(act_gs, w_gs));  // alpha = 1 (/) (act_gs (x) w_gs)
-#if H3_NATIVE_BLOCK_SCALED_MMA
-    e.acc_scale = 1.0f;
-#else
-    e.acc_scale = sm90::kEmuAccScale;  // the emulations accumulate acc * 2^-16
-#endif
     e.gate = p.gate;
     e.gate_index = p.gate_index;
     e.residual = p.residual;

@@ -54,14 +54,32 @@ __device__ __forceinline__ QuantParams MakeQuantParams(float gs) {
   return {__fmul_rn(gs, kRcp6), __fdiv_rn(1.0f, gs)};
 }
 
+// Step 4 for a nonzero amax: os = fminf(1 (/) (sfd (x) (1 (/) gs)), FLT_MAX), sfd = f32(sf).
+__device__ __forceinline__ float OsOfScale(uint32_t sf, const QuantParams& qp) {
+  return fminf(__fdiv_rn(1.0f, __fmul_rn(Ue4m3ToF32(sf), qp.rcp_gs)), 3.402823466e38f);
+}
+
+// Where a block's os comes from. os is a function of the scale byte alone, so a CTA can
+// tabulate it once for all 256 bytes (OsTable, in shared memory: the same values, without one
+// correctly rounded division per block) or compute it per block (OsComputed).
+struct OsComputed {
+  QuantParams qp;
+  __device__ __forceinline__ float Os(uint32_t sf) const { return OsOfScale(sf, qp); }
+};
+struct OsTable {
+  QuantParams qp;
+  const float* os_by_sf;  // [256], os_by_sf[b] = OsOfScale(b, qp)
+  __device__ __forceinline__ float Os(uint32_t sf) const { return os_by_sf[sf]; }
+};
+
 // Steps 2.-4. of one block from its amax (NaN-ignoring |x| maximum): returns the UE4M3 scale
 // byte sf and sets *os, the factor every element of the block is multiplied by.
-__device__ __forceinline__ uint32_t BlockScale(float amax, const QuantParams& qp, float* os) {
-  // 2.-3. sfv = amax (x) (gs (x) RN(1/6)); sf = e4m3(sfv); sfd = f32(sf).
-  const uint32_t sf = F32ToE4m3(__fmul_rn(amax, qp.gs_rcp6));
-  const float sfd = Ue4m3ToF32(sf);
-  // 4. os = 0 if amax == 0 else fminf(1 (/) (sfd (x) (1 (/) gs)), FLT_MAX).
-  *os = (amax == 0.0f) ? 0.0f : fminf(__fdiv_rn(1.0f, __fmul_rn(sfd, qp.rcp_gs)), 3.402823466e38f);
+template <class OsSource>
+__device__ __forceinline__ uint32_t BlockScale(float amax, const OsSource& src, float* os) {
+  // 2.-3. sfv = amax (x) (gs (x) RN(1/6)); sf = e4m3(sfv).
+  const uint32_t sf = F32ToE4m3(__fmul_rn(amax, src.qp.gs_rcp6));
+  // 4. os = 0 if amax == 0 else OsOfScale(sf).
+  *os = (amax == 0.0f) ? 0.0f : src.Os(sf);
   return sf;
 }
 
@@ -76,15 +94,17 @@ __device__ __forceinline__ uint32_t EncodeE2m1x8(const float (&x)[8], float os) 
   return word;
 }
 
-// One block of 16 values: returns the UE4M3 scale byte, writes 8 packed code bytes (as 2 words).
-__device__ __forceinline__ uint32_t QuantizeBlock16(const float (&x)[16], const QuantParams& qp,
+// One block of 16 values, the contract's steps as written: returns the UE4M3 scale byte,
+// writes 8 packed code bytes (as 2 words).
+template <class OsSource>
+__device__ __forceinline__ uint32_t QuantizeBlock16(const float (&x)[16], const OsSource& src,
                                                     uint32_t (&packed)[2]) {
   // 1. amax, NaN-ignoring (fmaxf returns the non-NaN operand; NaN only if all are NaN).
   float amax = fabsf(x[0]);
 #pragma unroll
   for (int i = 1; i < 16; ++i) amax = fmaxf(amax, fabsf(x[i]));
   float os;
-  const uint32_t sf = BlockScale(amax, qp, &os);
+  const uint32_t sf = BlockScale(amax, src, &os);
   packed[0] = EncodeE2m1x8(reinterpret_cast<const float(&)[8]>(x[0]), os);
   packed[1] = EncodeE2m1x8(reinterpret_cast<const float(&)[8]>(x[8]), os);
   return sf;
@@ -96,24 +116,73 @@ __device__ __forceinline__ void Bf16x2ToF32(uint32_t w, float& lo, float& hi) {
   hi = __uint_as_float(w & 0xFFFF0000u);
 }
 
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200)
+// The sm_90 fast path of steps 5.-6. for the 8 elements in bf16 words w[0..3], valid when no
+// element is NaN and os >= +0 (the caller checks). Then the sign of x_i (x) os is the sign of x_i
+// (also for zero and infinite products), |x_i (x) os| = |x_i| (x) os (round-to-nearest is
+// symmetric), and the magnitude code is E2m1MagnitudeMagic's minimum of lines.
+__device__ __forceinline__ uint32_t EncodeE2m1x8FastSm90(const uint32_t (&w)[4], float os) {
+  // Magnitudes, Horner over the 8 patterns 0x4B000000 + code_i: sum code_i 16^i plus
+  // 0x4B000000 (16^0 + 16^1) = 0xFB000000 mod 2^32 (16^i 0x4B000000 vanishes for i >= 2).
+  uint32_t mags = 0;
+#pragma unroll
+  for (int j = 3; j >= 0; --j) {
+    float lo, hi;
+    Bf16x2ToF32(w[j], lo, hi);
+    mags = mags * 16u + __float_as_uint(sm90::E2m1MagnitudeMagic(__fmul_rn(fabsf(hi), os)));
+    mags = mags * 16u + __float_as_uint(sm90::E2m1MagnitudeMagic(__fmul_rn(fabsf(lo), os)));
+  }
+  mags += 0x05000000u;  // - 0xFB000000
+  // Signs: bf16 sign bits are bits 15 (element 2j) and 31 (2j+1) of w[j]; byte j of the result
+  // wants them at bits 3 and 7. Gather byte 1 (even) and byte 3 (odd) of each word.
+  const uint32_t w01 = __byte_perm(w[0], w[1], 0x7531);  // [w0.b1, w0.b3, w1.b1, w1.b3]
+  const uint32_t w23 = __byte_perm(w[2], w[3], 0x7531);
+  const uint32_t even = __byte_perm(w01, w23, 0x6420);  // [w0.b1, w1.b1, w2.b1, w3.b1]
+  const uint32_t odd = __byte_perm(w01, w23, 0x7531);   // [w0.b3, w1.b3, w2.b3, w3.b3]
+  return mags | (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
+}
+
+// max.NaN.f32 (sm_80+): the maximum, NaN if either operand is NaN.
+__device__ __forceinline__ float MaxNaN(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
+
 // Quantizes one 16-element block at `src` (32 bytes, 16-byte aligned) into codes[0..7], *sf.
+template <class OsSource>
 __device__ __forceinline__ void QuantizeBlockFromGlobal(const uint16_t* __restrict__ src,
-                                                        const QuantParams& qp,
+                                                        const OsSource& os_src,
                                                         uint8_t* __restrict__ codes,
                                                         uint8_t* __restrict__ sf) {
   const uint4 v0 = __ldcs(reinterpret_cast<const uint4*>(src));  // streamed: read once
   const uint4 v1 = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
+  const uint32_t w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
   float x[16];
-  Bf16x2ToF32(v0.x, x[0], x[1]);
-  Bf16x2ToF32(v0.y, x[2], x[3]);
-  Bf16x2ToF32(v0.z, x[4], x[5]);
-  Bf16x2ToF32(v0.w, x[6], x[7]);
-  Bf16x2ToF32(v1.x, x[8], x[9]);
-  Bf16x2ToF32(v1.y, x[10], x[11]);
-  Bf16x2ToF32(v1.z, x[12], x[13]);
-  Bf16x2ToF32(v1.w, x[14], x[15]);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) Bf16x2ToF32(w[j], x[2 * j], x[2 * j + 1]);
   uint32_t packed[2];
-  const uint32_t s = QuantizeBlock16(x, qp, packed);
+  uint32_t s;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+  s = QuantizeBlock16(x, os_src, packed);
+#else
+  // A NaN-propagating amax: equal to the contract's NaN-ignoring one when the block has no NaN,
+  // which is also the fast path's condition; any other block takes the contract's steps.
+  float amax = fabsf(x[0]);
+#pragma unroll
+  for (int i = 1; i < 16; ++i) amax = MaxNaN(amax, fabsf(x[i]));
+  float os;
+  s = BlockScale(amax, os_src, &os);
+  // os >= +0 holds for every valid gs (finite, > 0); the test only keeps an invalid gs, whose
+  // outputs are unspecified (contract section 9), on the exact path.
+  if (amax == amax && !(__float_as_uint(os) >> 31)) {
+    packed[0] = EncodeE2m1x8FastSm90(reinterpret_cast<const uint32_t(&)[4]>(w[0]), os);
+    packed[1] = EncodeE2m1x8FastSm90(reinterpret_cast<const uint32_t(&)[4]>(w[4]), os);
+  } else {
+    s = QuantizeBlock16(x, os_src, packed);
+  }
+#endif
   *reinterpret_cast<uint2*>(codes) = make_uint2(packed[0], packed[1]);
   *sf = static_cast<uint8_t>(s);
 }

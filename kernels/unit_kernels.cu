@@ -1,3 +1,4 @@
+#include "kernels/epilogue.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/sm90/mma_emulated.cuh"  // the emulations are tested on every arch
@@ -33,8 +34,8 @@ __global__ void QuantizeBlocksKernel(const uint16_t* x, int64_t blocks, float gs
                                      uint8_t* sf) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= blocks) return;
-  const QuantParams qp = MakeQuantParams(gs);
-  QuantizeBlockFromGlobal(x + 16 * i, qp, codes + 8 * i, sf + i);
+  const OsComputed os_src{MakeQuantParams(gs)};
+  QuantizeBlockFromGlobal(x + 16 * i, os_src, codes + 8 * i, sf + i);
 }
 
 __global__ void E2m1Kernel(const float* v, int64_t count, uint8_t* codes) {
@@ -43,7 +44,26 @@ __global__ void E2m1Kernel(const float* v, int64_t count, uint8_t* codes) {
   codes[i] = static_cast<uint8_t>(F32x2ToE2m1Byte(v[i], v[count - 1 - i]) & 0xFu);
 }
 
+__global__ void Bf16x2CvtCheckKernel(unsigned long long* mismatches, uint32_t* first) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const uint32_t u = static_cast<uint32_t>(i), v = u * 2654435761u;
+    const float lo = __uint_as_float(u), hi = __uint_as_float(v);
+    const uint32_t want = F32ToBf16Rne(lo) | (F32ToBf16Rne(hi) << 16);
+    if (F32x2ToBf16x2Rn(lo, hi) != want) {
+      atomicAdd(mismatches, 1ull);
+      atomicMin(first, u);
+    }
+  }
+}
+
 }  // namespace
+
+cudaError_t RunBf16x2CvtCheck(unsigned long long* mismatches, uint32_t* first) {
+  Bf16x2CvtCheckKernel<<<4096, 256>>>(mismatches, first);
+  return cudaGetLastError();
+}
 
 cudaError_t RunOneMma(const uint32_t* a, const uint32_t* b, const float* c, const uint32_t* sfa,
                       const uint32_t* sfb, float* d_inst, float* d_emu, float* d_frag) {

@@ -24,6 +24,11 @@ cudaError_t RunQuantizeBlocks(const uint16_t* x, int64_t blocks, float gs, uint8
 // software on sm_90a), one code per byte (converted as the even element of a pair).
 cudaError_t RunE2m1(const float* v, int64_t count, uint8_t* codes);
 
+// The epilogue's cvt.rn.bf16x2.f32 against the contract's bf16() written with integers
+// (epilogue.cuh), for every f32 pattern u as the low half and u * 2654435761 (mod 2^32, a
+// bijection) as the high half. *mismatches: the count; *first: the smallest u that differs.
+cudaError_t RunBf16x2CvtCheck(unsigned long long* mismatches, uint32_t* first);
+
 }  // namespace h3::kernels
 
 #endif  // H3_KERNELS_UNIT_KERNELS_H_

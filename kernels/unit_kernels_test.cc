@@ -224,31 +224,55 @@ TEST(UnitKernelsTest, QuantizeBlocksMatchesEmulator) {
   }
 }
 
-// The standalone quantize kernel against the emulator's QuantizeRows.
+// cvt.rn.bf16x2.f32, the epilogue's rounding, equals the contract's bf16() (RNE, NaN -> 0x7FFF)
+// on all 2^32 f32 patterns in each half.
+TEST(UnitKernelsTest, Bf16x2CvtMatchesContractExhaustively) {
+  H3_SKIP_WITHOUT_GPU();
+  const DeviceBuffer<unsigned long long> count = Dev(std::vector<unsigned long long>{0});
+  const DeviceBuffer<uint32_t> first = Dev(std::vector<uint32_t>{0xFFFFFFFFu});
+  ASSERT_EQ(RunBf16x2CvtCheck(count.get(), first.get()), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(Host(count)[0], 0u) << "first differing pattern 0x" << std::hex << Host(first)[0];
+}
+
+// The standalone quantize kernel against the emulator's QuantizeRows: small, and larger than
+// one wave of its persistent CTAs (the grid-stride loop wraps); a tiny gs (zero scales, os =
+// FLT_MAX, infinite products). Blocks with a NaN take the sm_90 build's exact path.
 TEST(UnitKernelsTest, QuantizeKernelMatchesQuantizeRows) {
   H3_SKIP_WITHOUT_GPU();
-  const int64_t rows = 37, cols = 512;
-  Rng rng(5);
-  std::vector<uint16_t> x(rows * cols);
-  for (auto& v : x)
-    v = static_cast<uint16_t>((rng.Next() & 0x807F) | ((110 + rng.Next() % 30) << 7));
-  // Specials: NaN, -Inf, -0, a bf16 subnormal; an all-NaN block; an all -0 block; a block whose
-  // odd half is NaN (the lane pair's amax shuffle must ignore it).
-  x[0] = 0x7FC0, x[1] = 0xFF80, x[2] = 0x8000, x[3] = 0x0001;
-  for (int i = 16; i < 32; ++i) x[i] = 0xFFC1;
-  for (int i = 32; i < 48; ++i) x[i] = 0x8000;
-  for (int i = 56; i < 64; ++i) x[i] = 0x7FC0;
-  const float gs = 2688.0f / 1.0e4f;
-  std::vector<uint8_t> want_q(rows * cols / 2), want_sf(rows * cols / 16);
-  QuantizeRows(x, rows, cols, gs, absl::MakeSpan(want_q), absl::MakeSpan(want_sf));
-  const DeviceBuffer<uint16_t> dx = Dev(x);
-  const DeviceBuffer<float> dgs = Dev(std::vector<float>{gs});
-  const DeviceBuffer<uint8_t> dq = Alloc<uint8_t>(want_q.size()),
-                              ds = Alloc<uint8_t>(want_sf.size());
-  ASSERT_EQ(LaunchQuantizeNvfp4(dx.get(), rows, cols, dgs.get(), dq.get(), ds.get(), nullptr),
-            cudaSuccess);
-  EXPECT_EQ(Host(dq), want_q);
-  EXPECT_EQ(Host(ds), want_sf);
+  struct Case {
+    int64_t rows, cols;
+    float gs;
+  };
+  for (const Case c : {Case{37, 512, 2688.0f / 1.0e4f}, Case{37, 512, 1.0e-20f},
+                       Case{700, 7168, 2688.0f / 3.0f}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.cols << " gs " << c.gs);
+    Rng rng(5);
+    std::vector<uint16_t> x(c.rows * c.cols);
+    for (auto& v : x)
+      v = static_cast<uint16_t>((rng.Next() & 0x807F) | ((110 + rng.Next() % 30) << 7));
+    // Specials: NaN, -Inf, -0, a bf16 subnormal; an all-NaN block; an all -0 block; a block
+    // whose odd half is NaN; the same again in the last row.
+    for (const int64_t base : {int64_t{0}, (c.rows - 1) * c.cols}) {
+      x[base + 0] = 0x7FC0, x[base + 1] = 0xFF80, x[base + 2] = 0x8000, x[base + 3] = 0x0001;
+      for (int i = 16; i < 32; ++i) x[base + i] = 0xFFC1;
+      for (int i = 32; i < 48; ++i) x[base + i] = 0x8000;
+      for (int i = 56; i < 64; ++i) x[base + i] = 0x7FC0;
+    }
+    std::vector<uint8_t> want_q(c.rows * c.cols / 2), want_sf(c.rows * c.cols / 16);
+    QuantizeRows(x, c.rows, c.cols, c.gs, absl::MakeSpan(want_q), absl::MakeSpan(want_sf));
+    const DeviceBuffer<uint16_t> dx = Dev(x);
+    const DeviceBuffer<float> dgs = Dev(std::vector<float>{c.gs});
+    const DeviceBuffer<uint8_t> dq = Alloc<uint8_t>(want_q.size()),
+                                ds = Alloc<uint8_t>(want_sf.size());
+    ASSERT_EQ(cudaMemset(dq.get(), 0xFF, want_q.size()), cudaSuccess);  // poisoned
+    ASSERT_EQ(cudaMemset(ds.get(), 0xFF, want_sf.size()), cudaSuccess);
+    ASSERT_EQ(LaunchQuantizeNvfp4(dx.get(), c.rows, c.cols, dgs.get(), dq.get(), ds.get(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(Host(dq), want_q);
+    EXPECT_EQ(Host(ds), want_sf);
+  }
 }
 
 }  // namespace

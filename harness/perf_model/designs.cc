@@ -44,11 +44,15 @@ Design Current128Design() {
   // box [128][16 B] loaded every other stage into 3 slots, the first wave's rows quantized
   // k-chunk by k-chunk (work_units.h); ptxas sm_120f: 144 registers, 0 spills.
   Design d = V1Design();
-  // The kernel also prefetches each tile's residual rows to L2; Epilogue::kSerialL2Prefetch
-  // models that together with batched loads, gate in shared memory and cvt packs, which the
-  // kernel does not have yet: the epilogue stays modelled as kSerialDram (conservative).
+  // Epilogue (kernels/epilogue.cuh): residual rows prefetched to L2 by the load warp during the
+  // main loop, t = bf16(gate * o) computed first (gate read from global, not staged in shared
+  // memory), then the residual read in batches of 32 words per thread before their stores;
+  // cvt.rn.bf16x2.f32 packs (~16 instructions per pair, an estimate, not a SASS count).
   d.name = "current_128x128";
-  d.summary = "128x128x128 x4 stages, 8 warps of 64x32, k-chunk quant, serial epilogue";
+  d.summary = "128x128x128 x4 stages, 8 warps of 64x32, k-chunk quant, batched L2 epilogue";
+  d.epilogue = Epilogue::kSerialL2Prefetch;
+  d.gate_in_smem = false;
+  d.epilogue_instr_per_pair = 16;
   d.bk = 128;
   d.stages = 4;
   d.sfa_load = SfaLoad::kTmaBoxPairStages;
@@ -61,10 +65,10 @@ Design CurrentDesign() {
   // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes> (the default
   // tile): 3 stages of BK = 128, 2 x 4 warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0
   // spills), the first wave's rows quantized k-chunk by k-chunk (work_units.h: at most 8
-  // chunks, not one per stage). Epilogue as in Current128Design (modelled kSerialDram).
+  // chunks, not one per stage). Epilogue as in Current128Design.
   Design d = Current128Design();
   d.name = "current";
-  d.summary = "128x256x128 x3 stages, 8 warps of 64x64, setmaxnreg, k-chunk quant, serial epi";
+  d.summary = "128x256x128 x3 stages, 8 warps of 64x64, setmaxnreg, k-chunk quant, L2 epilogue";
   d.bn = 256;
   d.stages = 3;
   d.setmaxnreg = true;

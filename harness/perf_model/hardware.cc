@@ -12,8 +12,9 @@ namespace {
 const char kGnKernels[] = "gau-nernst/gn-kernels README";
 const char kChipsAndCheese[] = "Chips and Cheese, 'Blackwell: Nvidia's Massive GPU' (RTX PRO 6000)";
 const char kSassQuant120[] =
-    "SASS count of QuantizeNvfp4Kernel's hot path (LDG..STG), sm_120a cubin of "
-    "kernels/quantize_kernel.cu built with nvcc 13.0, cuobjdump on the H200, 2026-11-30";
+    "SASS count of QuantizeNvfp4Kernel's hot path (LDG..STG) when os was computed per block, "
+    "as the fused kernel's quantizer still does, sm_120a, nvcc 13.0 + cuobjdump on the H200, "
+    "2026-11-30 (the standalone kernel's os table path: 206, sm_120f, session 10)";
 }  // namespace
 
 Hardware Rtx5090() {
@@ -94,9 +95,10 @@ Hardware H200() {
   h.dram_latency_s = {700e-9, "ASSUMED: loaded HBM3e round trip", true};
   h.smem_per_block = {232448, "227 KiB per block on sm_90"};
   h.l2_size_bytes = {50.0 * 1024 * 1024, "50 MB L2 (GH100)"};
-  h.quant_instr_per_block = {600,
-                             "SASS count of QuantizeNvfp4Kernel's hot path, sm_90a (software "
-                             "e2m1), nvcc 13.0 + cuobjdump on the H200, 2026-11-30"};
+  h.quant_instr_per_block = {206,
+                             "SASS count of QuantizeNvfp4Kernel's fast path per block, sm_90a "
+                             "(software e2m1 as a minimum of lines, os table), nvcc 13.0 + "
+                             "cuobjdump on the H200, 2026-11-30 session 10 (was 600)"};
   h.gemm_anchor_tflops = {0, "no SM120 anchor on Hopper"};
   return h;
 }

@@ -118,8 +118,9 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
       d.stages * (d.bm * d.bk / 2.0 + d.bn * d.bk / 2.0 + SfbStageBytes(d)) + SfaSmemBytes(d);
   smem += 2.0 * d.stages * 8;  // full/empty mbarriers
   if (d.sfa_load == SfaLoad::kTmaBoxPairStages) smem += 2.0 * (d.stages / 2 + 1) * 8;
-  const bool stages_gate = d.epilogue == Epilogue::kSerialL2Prefetch ||
-                           d.epilogue == Epilogue::kPingPong || d.epilogue == Epilogue::kSmemStaged;
+  const bool stages_gate =
+      d.gate_in_smem && (d.epilogue == Epilogue::kSerialL2Prefetch ||
+                         d.epilogue == Epilogue::kPingPong || d.epilogue == Epilogue::kSmemStaged);
   if (stages_gate) {
     // gate_index[m-tile] and gate[:, n-tile] TMA'd per tile by the load warp (per group).
     smem += d.consumer_groups * (d.bm * 4.0 + p.g * d.bn * 2.0 + 16);
@@ -446,7 +447,8 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
     case Epilogue::kSerialL2Prefetch:
     case Epilogue::kPingPong: {
       const double batches = std::ceil(words_per_thread / 32.0);
-      const double lat = (batches + 1) * hw.l2_latency_s.value;
+      // + gate_index, + the gate's columns when they are not staged in shared memory.
+      const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
       epi = std::max({lat + alu / epi_w_per_smsp, burst(res_b + out_b, 0), alu});
       epi_exposed = d.epilogue == Epilogue::kPingPong ? std::max(0.0, epi - r.tile_main) : epi;
       break;

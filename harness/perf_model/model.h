@@ -128,6 +128,10 @@ struct Design {
   // bf16 by integer arithmetic, acc_scale multiply; an estimate, not a SASS count); 14 with
   // cvt.rn.bf16x2.f32 (RNE, NaN -> 0x7FFF as the contract wants) and acc_scale folded into alpha.
   double epilogue_instr_per_pair = 36;
+  // kSerialL2Prefetch / kPingPong / kSmemStaged: gate_index and the tile's gate columns TMA'd to
+  // shared memory per tile by the load warp; false: read from global by the consumers (one more
+  // L2 round trip per tile, no shared memory), as kernels/epilogue.cuh does.
+  bool gate_in_smem = true;
   bool gemm_only = false;  // cuBLASLt-like GEMM: no quantizer, no residual / gate
 
   int WarpTileM() const { return bm / warps_m; }

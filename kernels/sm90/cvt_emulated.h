@@ -43,6 +43,30 @@ H3_HD uint32_t F32ToE2m1Soft(float v) {
   return nan ? 0x7u : mag | ((bits >> 28) & 0x8u);
 }
 
+// The magnitude code of a >= 0 (not NaN; +Inf allowed) as an f32 whose bit pattern is
+// 0x4B000000 + code, code in 0..7: the sm_90 quantizer's fast path, without selects.
+//
+// The code map C(a) above is piecewise affine and concave (slopes 2, 1, 1/2), so it is the
+// minimum of its three lines: C(a) = min(2a, a + 2, a/2 + 4) for every a >= 0 (2a <= a + 2 iff
+// a <= 2; a + 2 <= a/2 + 4 iff a <= 4). rint is monotone, so rint(min(...)) = min(rint(...)),
+// and the offsets are even integers, so the ties still go to the even code:
+//   code = min(rint(2a), rint(a) + 2, rint(a/2) + 4, 7).
+// Each rint is one f32 rounding of (slope * a + offset + 2^23), exact when the sum stays below
+// 2^24; larger sums (a >= 8, Inf) are above 2^23 + 7 and lose to it, and the minimum of the f32
+// results orders their bit patterns the same way (all positive).
+H3_HD float E2m1MagnitudeMagic(float a) {
+#if defined(__CUDA_ARCH__)
+  const float r1 = __fmaf_rn(a, 2.0f, 8388608.0f);
+  const float r2 = __fadd_rn(a, 8388610.0f);
+  const float r3 = __fmaf_rn(a, 0.5f, 8388612.0f);
+#else
+  const float r1 = std::fma(a, 2.0f, 8388608.0f);
+  const float r2 = a + 8388610.0f;
+  const float r3 = std::fma(a, 0.5f, 8388612.0f);
+#endif
+  return fminf(fminf(r1, r2), fminf(r3, 8388615.0f));
+}
+
 }  // namespace h3::kernels::sm90
 
 #endif  // H3_KERNELS_SM90_CVT_EMULATED_H_

@@ -54,5 +54,9 @@ if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
        END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG\n", f, o[f], r[f]}' \
     "$OUT/sass.txt" | tee "$OUT/sass.log"
 fi
+# The standalone quantizer's SASS, per arch (its fast path's instruction count is read from it).
+if [[ -f $B/quantize_kernel.o ]] && command -v cuobjdump >/dev/null; then
+  cuobjdump -sass "$B/quantize_kernel.o" >"$OUT/quantize_sass.txt" 2>&1
+fi
 echo "checks failed: $failures"
 exit $((failures > 0))

@@ -23,8 +23,9 @@ for t in "${targets[@]}"; do
   path=bazel-bin/${t#//}; path=${path/://}
   [[ -f $path && -x $path ]] && cp "$path" .dev/bin/
 done
-# The kernel's object (sm_90a + sm_120f SASS) for cuobjdump, and the ptxas reports.
+# The kernels' objects (sm_90a + sm_120f SASS) for cuobjdump, and the ptxas reports.
 cp bazel-bin/kernels/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/ 2>/dev/null ||
   find bazel-bin/kernels -name 'out_proj_launch*.o' -exec cp {} .dev/bin/ \;
+cp bazel-bin/kernels/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o .dev/bin/quantize_kernel.o
 cp bazel-bin/kernels/*.ptxas.txt .dev/bin/
 ls -la .dev/bin
