@@ -140,8 +140,12 @@ def check(code):
     raise RuntimeError(msg)
 
 
-def new_args():
+def new_args(to_array=None, **arrays):
+    """New H3OutProjArgs. With to_array, each named array field (attn_out=..., out=...) is set
+    to to_array(value); to_array(None) must give an empty H3Array (argument not given)."""
     a = H3OutProjArgs()
     a.version = CAPI_VERSION
     a.device = -1
+    for name, value in arrays.items():
+        setattr(a, name, to_array(value))
     return a

@@ -33,19 +33,11 @@ def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_glo
           act_global_scale, gate, gate_index, residual, out, act_q, act_sf, sm90_emulation,
           cpu_gemm):
     lib = _native.lib()
-    a = _native.new_args()
-    a.attn_out = _arr(attn_out)
-    a.o_weight_q = _arr(o_weight_q)
-    a.o_weight_sf = _arr(o_weight_sf)
-    a.o_weight_global_scale = _arr(o_weight_global_scale)
+    a = _native.new_args(
+        _arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
+        o_weight_global_scale=o_weight_global_scale, act_global_scale=act_global_scale,
+        gate=gate, gate_index=gate_index, residual=residual, out=out, act_q=act_q, act_sf=act_sf)
     a.o_weight_global_scale_value = o_weight_global_scale_value
-    a.act_global_scale = _arr(act_global_scale)
-    a.gate = _arr(gate)
-    a.gate_index = _arr(gate_index)
-    a.residual = _arr(residual)
-    a.out = _arr(out)
-    a.act_q = _arr(act_q)
-    a.act_sf = _arr(act_sf)
     a.sm90_emulation = sm90_emulation
     a.cpu_gemm = cpu_gemm
     device = attn_out.device

@@ -165,18 +165,10 @@ def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
     n = o_weight_q.shape[0]
     if out is None:
         out = np.empty((m, n), dtype=residual.dtype)
-    a = _native.new_args()
-    a.attn_out = _np_arr(attn_out)
-    a.o_weight_q = _np_arr(o_weight_q)
-    a.o_weight_sf = _np_arr(o_weight_sf)
-    a.o_weight_global_scale = _np_arr(w_gs)
-    a.act_global_scale = _np_arr(a_gs)
-    a.gate = _np_arr(gate)
-    a.gate_index = _np_arr(gate_index)
-    a.residual = _native.H3Array() if out is residual else _np_arr(residual)
-    a.out = _np_arr(out)
-    a.act_q = _np_arr(act_q)
-    a.act_sf = _np_arr(act_sf)
+    a = _native.new_args(
+        _np_arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
+        o_weight_global_scale=w_gs, act_global_scale=a_gs, gate=gate, gate_index=gate_index,
+        residual=None if out is residual else residual, out=out, act_q=act_q, act_sf=act_sf)
     a.cpu_gemm = gemm
     _native.check(_native.lib().h3_out_proj_cpu(ctypes.byref(a)))
     return out

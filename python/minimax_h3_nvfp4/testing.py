@@ -43,9 +43,8 @@ def out_envelope(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_g
                                     act_global_scale, gate, gate_index, residual)]
     names = ("attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale",
              "act_global_scale", "gate", "gate_index", "residual")
-    a = _native.new_args()
-    for name, x in zip(names, arrays):
-        setattr(a, name, _native.make_array(x.ctypes.data, x.shape))
+    a = _native.new_args(lambda x: _native.make_array(x.ctypes.data, x.shape),
+                         **dict(zip(names, arrays)))
     m = arrays[0].shape[0] if arrays[0].ndim == 2 else 0
     n = arrays[1].shape[0] if arrays[1].ndim == 2 else 0
     rows = (np.arange(m, dtype=np.int64) if rows is None
