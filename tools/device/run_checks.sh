@@ -43,15 +43,21 @@ if [[ ${1:-} != quick ]]; then
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/out_proj_test" --gtest_filter='*m129*:*n128*'
   done
+  # The standalone quantizer (persistent, its os table in shared memory).
+  for tool in memcheck racecheck; do
+    check "sanitizer_quantize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$B/unit_kernels_test" --gtest_filter='*Quantize*'
+  done
 fi
 # SASS of each sm_120f kernel instance: its block-scaled MMAs (one stage's k-steps are unrolled,
-# so the count is the OMMAs per stage) and its setmaxnreg instructions (USETMAXREG: present only
-# where ptxas honoured them).
+# so the count is the OMMAs per stage), its setmaxnreg instructions (USETMAXREG: present only
+# where ptxas honoured them) and the epilogue's bf16x2 conversions (2 per output pair, unrolled).
 obj=$(ls "$B"/out_proj_launch*.o 2>/dev/null | head -n1)
 if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
   cuobjdump -sass -arch sm_120f "$obj" >"$OUT/sass.txt" 2>&1 || cuobjdump -sass "$obj" >"$OUT/sass.txt" 2>&1
   awk '/Function :/ {f=$3} /OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X/ {o[f]++} /USETMAXREG/ {r[f]++}
-       END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG\n", f, o[f], r[f]}' \
+       /F2FP.BF16.F32.PACK_AB/ {b[f]++}
+       END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG, %d F2FP.BF16 (epilogue cvt packs)\n", f, o[f], r[f], b[f]}' \
     "$OUT/sass.txt" | tee "$OUT/sass.log"
 fi
 # The standalone quantizer's SASS, per arch (its fast path's instruction count is read from it).
