@@ -17,7 +17,7 @@ namespace {
 // The op's inputs restricted to the sampled rows (row i of every M-sized span is op row rows[i]).
 OpInputs SampledOpInputs(const HostRows& h) {
   OpInputs op;
-  op.shape = OpShape{static_cast<int64_t>(h.rows.size()), kN, kK, kG};
+  op.shape = OpShape{static_cast<int64_t>(h.rows.size()), kN, BenchK(), kG};
   op.attn_out = h.attn;
   op.o_weight_q = h.w_q;
   op.o_weight_sf = h.w_sf;
@@ -34,16 +34,18 @@ OpInputs SampledOpInputs(const HostRows& h) {
 absl::Status CheckQuantized(const Inputs& in) {
   const HostRows& h = in.host;
   const RotationSet& s = *in.sets[0];
-  std::vector<uint8_t> want_q(h.rows.size() * kK / 2), want_sf(h.rows.size() * kK / 16);
-  QuantizeRows(h.attn, h.rows.size(), kK, kActGs, absl::MakeSpan(want_q), absl::MakeSpan(want_sf));
-  absl::StatusOr<std::vector<uint8_t>> got_q = testbed::DownloadRows(s.act_q.get(), kK / 2, h.rows);
+  std::vector<uint8_t> want_q(h.rows.size() * BenchK() / 2), want_sf(h.rows.size() * BenchK() / 16);
+  QuantizeRows(h.attn, h.rows.size(), BenchK(), kActGs, absl::MakeSpan(want_q),
+               absl::MakeSpan(want_sf));
+  absl::StatusOr<std::vector<uint8_t>> got_q =
+      testbed::DownloadRows(s.act_q.get(), BenchK() / 2, h.rows);
   H3_RETURN_IF_ERROR(got_q.status());
   absl::StatusOr<std::vector<uint8_t>> got_sf =
-      testbed::DownloadRows(s.act_sf.get(), kK / 16, h.rows);
+      testbed::DownloadRows(s.act_sf.get(), BenchK() / 16, h.rows);
   H3_RETURN_IF_ERROR(got_sf.status());
-  const CompareReport q = CompareBytes("act_q", want_q, *got_q, kK / 2);
+  const CompareReport q = CompareBytes("act_q", want_q, *got_q, BenchK() / 2);
   if (!q.pass) return absl::InternalError(absl::StrCat("act_q differs: ", q.first_mismatch));
-  const CompareReport sf = CompareBytes("act_sf", want_sf, *got_sf, kK / 16);
+  const CompareReport sf = CompareBytes("act_sf", want_sf, *got_sf, BenchK() / 16);
   if (!sf.pass) return absl::InternalError(absl::StrCat("act_sf differs: ", sf.first_mismatch));
   return absl::OkStatus();
 }
@@ -81,9 +83,9 @@ absl::Status CheckBf16Pipeline(const Inputs& in) {
       double want = res, tol = 0;
       if (g >= 0 && g < kG) {
         double acc = 0, mag = 0;
-        const float* ar = &a[i * kK];
-        const float* wr = &w[n * kK];
-        for (int64_t k = 0; k < kK; ++k) {
+        const float* ar = &a[i * BenchK()];
+        const float* wr = &w[n * BenchK()];
+        for (int64_t k = 0; k < BenchK(); ++k) {
           const double p = double{ar[k]} * wr[k];
           acc += p;
           mag += std::fabs(p);

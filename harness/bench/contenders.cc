@@ -18,11 +18,11 @@ absl::Status Sync(const BenchContext& c) {
 }
 
 double NoFlops(int64_t) { return 0; }
-double GemmFlops(int64_t m) { return 2.0 * m * kN * kK; }
+double GemmFlops(int64_t m) { return 2.0 * m * kN * BenchK(); }
 absl::Status Ready(BenchContext&, const Inputs&) { return absl::OkStatus(); }
 
 // ---- copy: the bandwidth roofline (nothing to check).
-double CopyBytes(int64_t m) { return 2.0 * m * kK * 2; }
+double CopyBytes(int64_t m) { return 2.0 * m * BenchK() * 2; }
 absl::Status NoCheck(BenchContext&, const Inputs&) { return absl::OkStatus(); }
 absl::Status EnqueueCopy(BenchContext& c, const Inputs&, const RotationSet& s) {
   return testbed::CudaStatus(cudaMemcpyAsync(s.o_f32.get(), s.attn.get(), s.attn.bytes(),
@@ -31,10 +31,12 @@ absl::Status EnqueueCopy(BenchContext& c, const Inputs&, const RotationSet& s) {
 }
 
 // ---- quantize: the kernel's standalone quantizer, linear scales.
-double QuantizeBytes(int64_t m) { return m * kK * 2.0 + m * kK / 2.0 + m * kK / 16.0; }
+double QuantizeBytes(int64_t m) {
+  return m * BenchK() * 2.0 + m * BenchK() / 2.0 + m * BenchK() / 16.0;
+}
 absl::Status EnqueueQuantize(BenchContext& c, const Inputs& in, const RotationSet& s) {
   return testbed::CudaStatus(
-      kernels::LaunchQuantizeNvfp4(s.attn.get(), in.m, kK, s.act_gs.get(), s.act_q.get(),
+      kernels::LaunchQuantizeNvfp4(s.attn.get(), in.m, BenchK(), s.act_gs.get(), s.act_q.get(),
                                    s.act_sf.get(), c.stream()),
       "LaunchQuantizeNvfp4");
 }
@@ -52,7 +54,7 @@ absl::StatusOr<LtMatmul*> Bf16Gemm(BenchContext& c, const Inputs& in) {
     return g.Enqueue(s.w_bf16.get(), s.attn.get(), s.o_bf16.get(), 1.f, c.stream(), algo);
   });
 }
-double Bf16GemmBytes(int64_t m) { return m * kK * 2.0 + kN * kK * 2.0 + m * kN * 2.0; }
+double Bf16GemmBytes(int64_t m) { return m * BenchK() * 2.0 + kN * BenchK() * 2.0 + m * kN * 2.0; }
 // + o read back, residual read, out written.
 double Bf16UnfusedBytes(int64_t m) { return Bf16GemmBytes(m) + 3 * m * kN * 2.0; }
 absl::Status PrepareBf16(BenchContext& c, const Inputs& in) { return Bf16Gemm(c, in).status(); }
@@ -81,7 +83,7 @@ absl::Status CheckBf16(BenchContext& c, const Inputs& in) {
 absl::Status EnqueueQuantizeSwizzled(BenchContext& c, const Inputs& in, const RotationSet& s) {
   H3_RETURN_IF_ERROR(EnqueueQuantize(c, in, s));
   return testbed::CudaStatus(
-      LaunchSwizzleScales(s.act_sf.get(), in.m, kK / 16, s.act_sf_swz.get(), c.stream()),
+      LaunchSwizzleScales(s.act_sf.get(), in.m, BenchK() / 16, s.act_sf_swz.get(), c.stream()),
       "LaunchSwizzleScales");
 }
 absl::Status Nvfp4Call(const BenchContext& c, LtMatmul& g, int algo, const RotationSet& s) {
@@ -132,6 +134,7 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
   a.m = in.m;
+  a.k = BenchK();
   a.attn_out = s.attn.get();
   a.o_weight_q = s.w_q.get();
   a.o_weight_sf = s.w_sf.get();

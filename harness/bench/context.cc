@@ -65,7 +65,7 @@ absl::StatusOr<LtMatmul*> BenchContext::Gemm(LtMatmul::Kind kind, const Inputs& 
   auto it = gemms_.find({kind, in.m});
   if (it != gemms_.end()) return it->second.get();
   if (lt_ == nullptr) return lt_status_;
-  absl::StatusOr<std::unique_ptr<LtMatmul>> gemm = LtMatmul::Create(*lt_, kind, in.m, kN, kK);
+  absl::StatusOr<std::unique_ptr<LtMatmul>> gemm = LtMatmul::Create(*lt_, kind, in.m, kN, BenchK());
   H3_RETURN_IF_ERROR(gemm.status());
   LtMatmul& g = **gemm;
   const int sets = static_cast<int>(in.sets.size());

@@ -10,31 +10,35 @@
 namespace h3::bench {
 namespace {
 
+int64_t g_bench_k = kH3K;
+
 // Which tensor a testbed::Hash value belongs to.
 enum Tensor : uint64_t { kAttn = 1, kResidual, kGate, kWBf16, kGateIndex, kWQ, kWSf };
 
 absl::Status AllocSet(int64_t m, RotationSet& s) {
-  H3_RETURN_IF_ERROR(s.attn.Alloc(m * kK));
+  H3_RETURN_IF_ERROR(s.attn.Alloc(m * BenchK()));
   H3_RETURN_IF_ERROR(s.residual.Alloc(m * kN));
   H3_RETURN_IF_ERROR(s.out.Alloc(m * kN));
   H3_RETURN_IF_ERROR(s.gate.Alloc(kG * kN));
   H3_RETURN_IF_ERROR(s.gate_index.Alloc(m));
-  H3_RETURN_IF_ERROR(s.w_bf16.Alloc(kN * kK));
-  H3_RETURN_IF_ERROR(s.w_q.Alloc(kN * kK / 2));
-  H3_RETURN_IF_ERROR(s.w_sf.Alloc(SwizzledScaleBytes(kN, kK / 16)));
+  H3_RETURN_IF_ERROR(s.w_bf16.Alloc(kN * BenchK()));
+  H3_RETURN_IF_ERROR(s.w_q.Alloc(kN * BenchK() / 2));
+  H3_RETURN_IF_ERROR(s.w_sf.Alloc(SwizzledScaleBytes(kN, BenchK() / 16)));
   H3_RETURN_IF_ERROR(s.act_gs.Alloc(1));
-  H3_RETURN_IF_ERROR(s.act_q.Alloc(m * kK / 2));
-  H3_RETURN_IF_ERROR(s.act_sf.Alloc(m * kK / 16));
-  H3_RETURN_IF_ERROR(s.act_sf_swz.Alloc(SwizzledScaleBytes(m, kK / 16)));
+  H3_RETURN_IF_ERROR(s.act_q.Alloc(m * BenchK() / 2));
+  H3_RETURN_IF_ERROR(s.act_sf.Alloc(m * BenchK() / 16));
+  H3_RETURN_IF_ERROR(s.act_sf_swz.Alloc(SwizzledScaleBytes(m, BenchK() / 16)));
   H3_RETURN_IF_ERROR(s.o_bf16.Alloc(m * kN));
   return s.o_f32.Alloc(m * kN);
 }
 
 absl::Status FillSet(int64_t m, uint64_t seed, cudaStream_t stream, RotationSet& s) {
-  H3_CUDA_RETURN_IF_ERROR(FillUniformBf16(s.attn.get(), m, kK, seed, kAttn, kAttnScale, stream));
+  H3_CUDA_RETURN_IF_ERROR(
+      FillUniformBf16(s.attn.get(), m, BenchK(), seed, kAttn, kAttnScale, stream));
   H3_CUDA_RETURN_IF_ERROR(FillUniformBf16(s.residual.get(), m, kN, seed, kResidual, 2.f, stream));
   H3_CUDA_RETURN_IF_ERROR(FillUniformBf16(s.gate.get(), kG, kN, seed, kGate, 1.f, stream));
-  H3_CUDA_RETURN_IF_ERROR(FillUniformBf16(s.w_bf16.get(), kN, kK, seed, kWBf16, 0.05f, stream));
+  H3_CUDA_RETURN_IF_ERROR(
+      FillUniformBf16(s.w_bf16.get(), kN, BenchK(), seed, kWBf16, 0.05f, stream));
   H3_CUDA_RETURN_IF_ERROR(FillGateIndex(s.gate_index.get(), m, kG, seed, kGateIndex, stream));
   H3_CUDA_RETURN_IF_ERROR(
       FillRandomBytes(s.w_q.get(), s.w_q.count(), seed, kWQ, 0xFF, 0x00, stream));
@@ -50,10 +54,13 @@ absl::Status FillSet(int64_t m, uint64_t seed, cudaStream_t stream, RotationSet&
 
 }  // namespace
 
+int64_t BenchK() { return g_bench_k; }
+void SetBenchK(int64_t k) { g_bench_k = k; }
+
 double FusedBytes(int64_t m) {
   const double md = static_cast<double>(m);
-  return md * kK * 2.0 + 2.0 * (md * kK / 2.0 + md * kK / 16.0) + kN * kK / 2.0 + kN * kK / 16.0 +
-         2.0 * md * kN * 2.0 + md * 4.0;
+  return md * BenchK() * 2.0 + 2.0 * (md * BenchK() / 2.0 + md * BenchK() / 16.0) +
+         kN * BenchK() / 2.0 + kN * BenchK() / 16.0 + 2.0 * md * kN * 2.0 + md * 4.0;
 }
 
 int RotationCount(int64_t m, int64_t l2_bytes) {
@@ -76,7 +83,8 @@ absl::StatusOr<std::unique_ptr<Inputs>> MakeInputs(int64_t m, int64_t l2_bytes,
   const RotationSet& s0 = *in->sets[0];
   HostRows& h = in->host;
   h.rows = testbed::SampleRows(m, kCheckRows, /*seed=*/m);
-  absl::StatusOr<std::vector<uint16_t>> attn = testbed::DownloadRows(s0.attn.get(), kK, h.rows);
+  absl::StatusOr<std::vector<uint16_t>> attn =
+      testbed::DownloadRows(s0.attn.get(), BenchK(), h.rows);
   absl::StatusOr<std::vector<uint16_t>> res = testbed::DownloadRows(s0.residual.get(), kN, h.rows);
   absl::StatusOr<std::vector<int32_t>> gi = testbed::DownloadRows(s0.gate_index.get(), 1, h.rows);
   absl::StatusOr<std::vector<uint16_t>> gate = s0.gate.Download();

@@ -50,6 +50,10 @@ std::string AbslUnparseFlag(Sm90Emulation mode) {
 ABSL_FLAG(std::vector<std::string>, bench_m,
           std::vector<std::string>({"128", "1024", "4096", "16384", "32768", "75856"}),
           "comma-separated M values (tokens)");
+ABSL_FLAG(int64_t, bench_k, h3::kH3K,
+          "K of every contender (a positive multiple of 256; not 7168: the benchmark names get "
+          "/K:<k>), e.g. small K to time the fused op's per-tile fixed cost (epilogue, pipeline "
+          "fill) by extrapolating T(K) to K = 0");
 ABSL_FLAG(h3::Sm90Emulation, sm90_emulation, h3::Sm90Emulation::kFaithful,
           "sm_90 only: which exact emulation of the block-scaled MMA the fused op runs, faithful "
           "(the SM120 kernel itself) or fast (wgmma consumer loop); see kernels/out_proj.h");
@@ -64,6 +68,7 @@ constexpr char kUsage[] =
     "Times minimax_h3_nvfp4_out_proj against its unfused baselines.\n"
     "Flags of this binary (absl; --helpfull lists them with their defaults):\n"
     "  --bench_m=128,4096        M values\n"
+    "  --bench_k=7168            K (a positive multiple of 256)\n"
     "  --sm90_emulation=faithful|fast\n"
     "  --cublaslt=libcublasLt.so.13\n"
     "and Google Benchmark's own --benchmark_* flags:\n";
@@ -92,6 +97,14 @@ int Main(int argc, char** argv) {
     }
     ms.push_back(m);
   }
+  const int64_t k = absl::GetFlag(FLAGS_bench_k);
+  if (k < 256 || k % 256 != 0 || k > (int64_t{1} << 30)) {
+    std::fprintf(stderr, "--bench_k: expected a positive multiple of 256 up to 2^30, got %lld\n",
+                 static_cast<long long>(k));
+    return 2;
+  }
+  SetBenchK(k);
+  const std::string k_suffix = k == kH3K ? "" : absl::StrCat("/K:", k);
   BenchOptions options;
   options.sm90_emulation = absl::GetFlag(FLAGS_sm90_emulation);
   options.cublaslt_library = absl::GetFlag(FLAGS_cublaslt);
@@ -120,7 +133,7 @@ int Main(int argc, char** argv) {
   for (int64_t m : ms) {
     for (const Contender& c : Contenders()) {
       benchmark::RegisterBenchmark(
-          absl::StrCat(c.name, "/M:", m).c_str(),
+          absl::StrCat(c.name, "/M:", m, k_suffix).c_str(),
           [ctx, &c, m](benchmark::State& state) { RunBenchmark(state, *ctx, c, m); })
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)

@@ -47,6 +47,7 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
             perf_model::Sm120HardwareForSmCount(d.prop.multiProcessorCount)) {
       perf_model::Problem problem;
       problem.m = m;
+      problem.k = BenchK();
       const perf_model::Prediction p = perf_model::Predict(
           *hw, name == "fused" ? perf_model::CurrentDesign() : perf_model::Current128Design(),
           problem);
