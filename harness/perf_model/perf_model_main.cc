@@ -183,28 +183,46 @@ void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
 
 // What caps the built design: its terms on the critical SM against the time 1250 TFLOP/s
 // (the goal) allows, beside the GEMM alone under the same static schedule.
+// The exposed epilogue measured on the H200 (fast build, 128x128 tiles, epilogue on - off, per
+// tile wave; harness/bench/results/h200_2026-11-30_s10_epilogue_off.csv) over the model's
+// epilogue of that tile on the H200: how optimistic the epilogue terms were where they could be
+// measured.
+double H200EpilogueRatio() {
+  constexpr double kMeasuredUs = 5.9;  // 5.7 / 6.1 us at M = 4096 / 16384
+  Problem p;
+  p.m = 4096;
+  return kMeasuredUs / (Predict(H200(), Current128Design(), p).epilogue_tile * kUs);
+}
+
 void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64_t>& ms) {
   const Design cur = CurrentDesign(), gemm = GemmOnlyReference();
+  const double epi_ratio = H200EpilogueRatio();
   std::printf(
       "  %s: what caps `current` (calibrated TFLOP/s; the critical SM's time in us)\n"
-      "  %8s %9s %11s %9s %9s %9s %9s %9s %12s\n",
+      "  %8s %9s %11s %9s %9s %9s %9s %9s %12s %14s\n",
       h.name.c_str(), "M", "MMA cap", "GEMM alone", "current", "main", "epi", "startup", "total",
-      "1250 needs");
+      "1250 needs", absl::StrFormat("epi x%.1f", epi_ratio).c_str());
   for (int64_t m : ms) {
     Problem p;
     p.m = m;
     const Prediction c = Predict(h, cur, p), g = Predict(h, gemm, p);
     const double flops = 2.0 * m * p.n * p.k;
-    std::printf("  %8lld %9.0f %11.0f %9.0f %9.1f %9.1f %9.1f %9.1f %12.1f\n",
+    // The same with the exposed epilogue scaled by the H200's measured / modelled ratio.
+    const double t_scaled = std::max(c.t_compute + (epi_ratio - 1) * c.t_epilogue, c.t_dram);
+    std::printf("  %8lld %9.0f %11.0f %9.0f %9.1f %9.1f %9.1f %9.1f %12.1f %14.0f\n",
                 static_cast<long long>(m), flops / c.t_main * 1e-12 * cal.factor,
                 g.tflops * cal.factor, c.tflops * cal.factor, c.t_main * kUs, c.t_epilogue * kUs,
-                c.t_startup * kUs, c.t_total * kUs, flops / (1250e12 / cal.factor) * kUs);
+                c.t_startup * kUs, c.t_total * kUs, flops / (1250e12 / cal.factor) * kUs,
+                flops / t_scaled * 1e-12 * cal.factor);
   }
   std::printf(
       "  (MMA cap: the main loop alone; GEMM alone: cuBLASLt-like, static schedule, bf16 D "
       "stored. The fused op adds the residual read and the quantizer start-up to it, so under "
       "a static schedule it stays below the GEMM alone; 1250 needs the exposed epilogue hidden, "
-      "which the phased designs above do with split tiles and f32 fix-ups across CTAs.)\n\n");
+      "which the phased designs above do with split tiles and f32 fix-ups across CTAs. epi xR: "
+      "`current` if its exposed epilogue were R times the model's, R = the H200's measured / "
+      "modelled epilogue (--calibrate_h200): what the one term the H200 could check says about "
+      "the uncertainty.)\n\n");
 }
 
 void RunSm120(const std::vector<Hardware>& hws) {
@@ -411,8 +429,18 @@ void RunCalibrateH200() {
         "= 7168 = 8.0 / 6.1 us per tile wave (6 / 21 waves): 1.4-1.9x the model's saving.\n"
         "   intercepts of T(K) fitted over K = 256..2048: 85 / 307 us (new), 141 / 481 us "
         "(serial), 3.4-3.8x the model's; at small K the residual prefetch has no main loop to "
-        "hide under and T(K) is not linear, so the intercept overstates the K = 7168 "
-        "epilogue.\n\n");
+        "hide under and T(K) is not linear, so the intercept overstates the K = 7168 epilogue.\n");
+    Problem p128;
+    p128.m = 4096;
+    const Prediction c128 = Predict(h, Current128Design(), p128);
+    // harness/bench/results/h200_2026-11-30_s10_epilogue_off.csv: the same binaries with
+    // StoreTile replaced by an xor-fold of the accumulators (a one-off build), A/B twice.
+    std::printf(
+        "   measured exposed epilogue (fast build, 128x128 tiles, epilogue on - off): 63 / 250 us "
+        "at M = 4096 / 16384 = 5.7 / 6.1 us per tile wave; the model's 128x128 epilogue on the "
+        "H200: %.2f us per tile (%.1fx less). The faithful build ran slower with the epilogue "
+        "off (+77 / +320 us): not interpretable.\n\n",
+        c128.epilogue_tile * kUs, 5.9 / (c128.epilogue_tile * kUs));
   }
 
   // 4. DRAM bytes per call (ncu dram__bytes_read.sum / dram__bytes_write.sum).
