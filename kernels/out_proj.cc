@@ -166,6 +166,11 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
       tile > static_cast<int>(OutProjTile::k128x128)) {
     return bad("tile", "OutProjTile::kAuto, k128x256 or k128x128 (0, 1 or 2)", tile);
   }
+  const int debug = static_cast<int>(a.debug);
+  if (debug != static_cast<int>(OutProjDebug::kNone) &&
+      debug != static_cast<int>(OutProjDebug::kSkipEpilogue)) {
+    return bad("debug", "OutProjDebug::kNone or kSkipEpilogue (0 or 1)", debug);
+  }
   const int emu = static_cast<int>(a.sm90_emulation);
   if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&
       emu != static_cast<int>(Sm90Emulation::kFast)) {
@@ -304,6 +309,7 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.act_q = args.act_q;
   l.act_sf = args.act_sf;
   l.resident_ctas = *resident_ctas;
+  l.skip_epilogue = args.debug == OutProjDebug::kSkipEpilogue;
 
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
   // stream-ordered allocation: no synchronization, so the call stays graph-capturable.

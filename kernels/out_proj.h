@@ -45,6 +45,12 @@ enum class Sm90Emulation { kFaithful, kFast };
 //  k128x128: 4 stages of BK = 128, 64 x 32 warp tiles: the alternative the bench times beside it.
 enum class OutProjTile { kAuto, k128x256, k128x128 };
 
+// Timing only: kSkipEpilogue runs everything but the epilogue (the consumers fold their
+// accumulators instead), so `out` is NOT written; act_q / act_sf are. The bench times it as
+// `fused_no_epilogue`: (normal - this) is the exposed epilogue, the performance model's least
+// certain term, measured on hardware the model cannot check. Never use it for results.
+enum class OutProjDebug { kNone, kSkipEpilogue };
+
 struct OutProjArgs {
   int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
   const uint16_t* attn_out = nullptr;    // device, bf16 [m, k]
@@ -64,6 +70,7 @@ struct OutProjArgs {
   void* ready_flags = nullptr;
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
   OutProjTile tile = OutProjTile::kAuto;                    // see above
+  OutProjDebug debug = OutProjDebug::kNone;                 // see above: timing only
 };
 
 // kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,

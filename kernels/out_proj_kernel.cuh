@@ -41,6 +41,7 @@ struct KernelParams {
   uint8_t* act_sf;
   uint32_t* ready_flags;   // ready_flags.h
   bool prefetch_residual;  // residual 16-byte aligned: the load warp prefetches it to L2
+  bool skip_epilogue;      // timing only (out_proj.h OutProjDebug): FoldTile instead of StoreTile
 };
 
 // The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles.
@@ -235,8 +236,12 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
       ConsumeTileStages<Cfg>(smem, full, empty, stage, phase, sfa, ksteps, warp_m, warp_n,
                              col0 < p.n, acc);
     }
-    if (col0 < p.n)
+    if (col0 >= p.n) continue;
+    if (p.skip_epilogue) {
+      FoldTile<Cfg>(acc, e);
+    } else {
       StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM, col0, e);
+    }
   }
 }
 

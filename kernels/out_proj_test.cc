@@ -248,6 +248,34 @@ TEST(OutProjTest, HugeM) {
   ExpectMatchesEmulator(*p, *d, RunOptions(), false, 64);
 }
 
+// The timing-only mode: act_q / act_sf as the normal run's, out not written, with every build.
+TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p = MakeProblem(300, 640, 1024, 9, DataKind::kGaussian, 12);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    for (OutProjTile tile : {OutProjTile::kAuto, OutProjTile::k128x128}) {
+      RunOptions o;
+      o.sm90_emulation = e;
+      o.tile = tile;
+      ASSERT_TRUE(testbed::Poison(*d).ok());
+      ASSERT_TRUE(
+          MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+      const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
+      ASSERT_TRUE(testbed::Poison(*d).ok());
+      const std::vector<uint16_t> poisoned = Host(d->out);
+      OutProjArgs a = testbed::ArgsFor(*d, o);
+      a.debug = OutProjDebug::kSkipEpilogue;
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
+      EXPECT_EQ(Host(d->act_q), q);
+      EXPECT_EQ(Host(d->act_sf), sf);
+      EXPECT_EQ(Host(d->out), poisoned) << "out written in the timing-only mode";
+    }
+  }
+}
+
 TEST(OutProjTest, MZeroIsNoOp) {
   H3_SKIP_WITHOUT_GPU();
   absl::StatusOr<Problem> p = MakeProblem(4, 256, 512, 9, DataKind::kExact, 1);
@@ -306,6 +334,8 @@ TEST(OutProjTest, ErrorPaths) {
        "n must"},
       {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(7); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "tile must be OutProjTile::kAuto, k128x256 or k128x128"},
+      {"debug", [](OutProjArgs& a) { a.debug = static_cast<OutProjDebug>(2); }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "debug must be OutProjDebug::kNone or kSkipEpilogue"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
       {"k", [](OutProjArgs& a) { a.k = 320; }, CheckMode::kAsync,

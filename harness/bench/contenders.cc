@@ -129,8 +129,9 @@ absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
 
 // ---- fused: the op, one launch.
 absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode,
-                      OutProjTile tile) {
+                      OutProjTile tile, OutProjDebug debug = OutProjDebug::kNone) {
   OutProjArgs a;
+  a.debug = debug;
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
   a.m = in.m;
@@ -167,6 +168,19 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
   });
 }
 
+// Timing only: the fused op without its epilogue (kernels/out_proj.h OutProjDebug); fused minus
+// this is the exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
+absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  return RunFused(c, in, s, CheckMode::kAsync, OutProjTile::kAuto, OutProjDebug::kSkipEpilogue);
+}
+absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("fused_no_epi", in.m, "emulator: act bit-exact (out not written)", [&] {
+    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, OutProjTile::kAuto,
+                                OutProjDebug::kSkipEpilogue));
+    return CheckQuantized(in);
+  });
+}
+
 double FusedFlops(int64_t m) { return GemmFlops(m); }
 
 constexpr Contender kContenders[] = {
@@ -179,6 +193,8 @@ constexpr Contender kContenders[] = {
      EnqueueFused<OutProjTile::kAuto>},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>},
+    {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused, CheckFusedNoEpilogue,
+     EnqueueFusedNoEpilogue},
 };
 
 }  // namespace

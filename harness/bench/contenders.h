@@ -10,6 +10,8 @@
 //                  (sm_100+ only; skipped with a message elsewhere)
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, default tile
 //   fused_128x128  the same with OutProjTile::k128x128 (the alternative config)
+//   fused_no_epilogue  timing only: `fused` without its epilogue (OutProjDebug::kSkipEpilogue;
+//                  out not written): fused minus this = the exposed epilogue
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

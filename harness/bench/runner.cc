@@ -19,7 +19,7 @@ void Skip(benchmark::State& state, const absl::Status& why) {
 void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c, int64_t m,
                  int rotation, bool check_ok, double ms) {
   const std::string name = c.name;
-  const bool fused_op = name == "fused" || name == "fused_128x128";
+  const bool fused_op = name == "fused" || name == "fused_128x128" || name == "fused_no_epilogue";
   const DeviceInfo& d = ctx.device();
   for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
                         "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy",
@@ -48,9 +48,10 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       perf_model::Problem problem;
       problem.m = m;
       problem.k = BenchK();
-      const perf_model::Prediction p = perf_model::Predict(
-          *hw, name == "fused" ? perf_model::CurrentDesign() : perf_model::Current128Design(),
-          problem);
+      perf_model::Design design =
+          name == "fused_128x128" ? perf_model::Current128Design() : perf_model::CurrentDesign();
+      if (name == "fused_no_epilogue") design.epilogue = perf_model::Epilogue::kNone;
+      const perf_model::Prediction p = perf_model::Predict(*hw, design, problem);
       const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
       state.counters["model_TFLOPs"] = p.tflops * factor;
       state.counters["model_ms"] = p.t_total / factor * 1e3;

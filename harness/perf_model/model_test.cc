@@ -286,6 +286,20 @@ TEST(ModelTest, LadderStepsHelpAtLargeM) {
   EXPECT_EQ(Predict(hw, V1Design(), AtM(16384)).stage.limiter, "TMA latency");
 }
 
+// The bench's fused_no_epilogue is predicted as the current design with Epilogue::kNone: feasible,
+// no epilogue term, and faster than the design itself by at least that term's share.
+TEST(ModelTest, NoEpilogueVariantOfCurrent) {
+  Design none = CurrentDesign();
+  none.epilogue = Epilogue::kNone;
+  Problem p;
+  p.m = 4096;
+  const Prediction a = Predict(Rtx5090(), CurrentDesign(), p), b = Predict(Rtx5090(), none, p);
+  ASSERT_TRUE(b.feasibility.ok);
+  EXPECT_EQ(b.t_epilogue, 0);
+  EXPECT_GT(a.t_epilogue, 0);
+  EXPECT_LT(b.t_total, a.t_total);
+}
+
 TEST(ModelTest, StandaloneQuantizeIsDramBoundOnH200) {
   const Hardware hw = H200();
   const QuantizeStandalone q = PredictStandaloneQuantize(hw, 75856, 7168, 1.0);
