@@ -94,47 +94,60 @@ DeviceResults RunModelDevice(const ProbeCases& cases) {
   return r;
 }
 
+namespace {
+
+// The check groups, in report order: area, name, unit, what the group checks.
+struct GroupSpec {
+  Area area;
+  const char* name;
+  const char* unit;
+  const char* what;
+};
+constexpr GroupSpec kGroups[] = {
+    {Area::kLayout, "C/D", "cases",
+     "C passes through to D (A = B = 0), 128 distinct values: C and D fragments as section 7"},
+    {Area::kLayout, "A", "cases",
+     "one-hot A code per (row, k), 16 x 64; B spells k in binary across its columns, so D "
+     "names the (row, k) the hardware used"},
+    {Area::kLayout, "B", "cases",
+     "one-hot B code per (k, column), 64 x 8; A spells k in binary down its rows"},
+    {Area::kLayout, "SFA", "cases",
+     "one 2.0 scale byte per (row, k-block), the rest 1.0; B's blocks weigh 1, 2, 4, 8; "
+     "ignored lanes (l % 4 = 2, 3) hold distinct poison scales"},
+    {Area::kLayout, "SFB", "cases",
+     "one 2.0 scale byte per (column, k-block), the rest 1.0; A's blocks weigh 1, 2, 4, 8; "
+     "ignored lanes (l % 4 != 0) hold distinct poison scales"},
+    {Area::kPrecision, "exact", "elements",
+     "exact data whose sums need all 24 bits (section 8 exact case): bit for bit"},
+    {Area::kPrecision, "bound", "elements",
+     "partial sums beyond 24 bits (guard ladder at C = +-2^24, cancellation of "
+     "+-6*448*448, wide random scales, large C, k-permutations): |D - (C + sum p)| <= "
+     "64 * 2^-24 * (|C| + sum |p|); elements whose data is exact: bit for bit"},
+    {Area::kPrecision, "subnormal", "elements",
+     "UE4M3 scales 0x01-0x07 (m * 2^-9) and 0x00 on SFA, SFB and both: bit for bit"},
+    {Area::kPrecision, "nan", "elements",
+     "scale 0x7F makes its row / column NaN (also over zero codes); a NaN C stays NaN; 0x7F "
+     "in ignored lanes has no effect"},
+    {Area::kConversion, "e2m1", "values",
+     "F32x2ToE2m1Byte (the kernels' conversion) against F32ToE2M1: NaN -> 0x7, -0 and tiny "
+     "negatives -> 0x8, ties to even, saturation to +-6, both nibbles"},
+};
+
+}  // namespace
+
 Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeOptions& opt) {
   Report rep;
   rep.device_info.device = results.device;
   rep.device_info.device_code = results.device_code;
   rep.device_info.native = results.native;
-  auto add_group = [&rep](Area area, const char* name, const char* unit, const char* what) {
+  for (const GroupSpec& spec : kGroups) {
     GroupResult g;
-    g.area = area;
-    g.name = name;
-    g.unit = unit;
-    g.what = what;
+    g.area = spec.area;
+    g.name = spec.name;
+    g.unit = spec.unit;
+    g.what = spec.what;
     rep.groups.push_back(std::move(g));
-  };
-  add_group(
-      Area::kLayout, "C/D", "cases",
-      "C passes through to D (A = B = 0), 128 distinct values: C and D fragments as section 7");
-  add_group(Area::kLayout, "A", "cases",
-            "one-hot A code per (row, k), 16 x 64; B spells k in binary across its columns, so D "
-            "names the (row, k) the hardware used");
-  add_group(Area::kLayout, "B", "cases",
-            "one-hot B code per (k, column), 64 x 8; A spells k in binary down its rows");
-  add_group(Area::kLayout, "SFA", "cases",
-            "one 2.0 scale byte per (row, k-block), the rest 1.0; B's blocks weigh 1, 2, 4, 8; "
-            "ignored lanes (l % 4 = 2, 3) hold distinct poison scales");
-  add_group(Area::kLayout, "SFB", "cases",
-            "one 2.0 scale byte per (column, k-block), the rest 1.0; A's blocks weigh 1, 2, 4, 8; "
-            "ignored lanes (l % 4 != 0) hold distinct poison scales");
-  add_group(Area::kPrecision, "exact", "elements",
-            "exact data whose sums need all 24 bits (section 8 exact case): bit for bit");
-  add_group(Area::kPrecision, "bound", "elements",
-            "partial sums beyond 24 bits (guard ladder at C = +-2^24, cancellation of "
-            "+-6*448*448, wide random scales, large C, k-permutations): |D - (C + sum p)| <= "
-            "64 * 2^-24 * (|C| + sum |p|); elements whose data is exact: bit for bit");
-  add_group(Area::kPrecision, "subnormal", "elements",
-            "UE4M3 scales 0x01-0x07 (m * 2^-9) and 0x00 on SFA, SFB and both: bit for bit");
-  add_group(Area::kPrecision, "nan", "elements",
-            "scale 0x7F makes its row / column NaN (also over zero codes); a NaN C stays NaN; 0x7F "
-            "in ignored lanes has no effect");
-  add_group(Area::kConversion, "e2m1", "values",
-            "F32x2ToE2m1Byte (the kernels' conversion) against F32ToE2M1: NaN -> 0x7, -0 and tiny "
-            "negatives -> 0x8, ties to even, saturation to +-6, both nibbles");
+  }
 
   const size_t ncases = cases.mma.size();
   if (results.d.size() != ncases * 128) {
