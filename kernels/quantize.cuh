@@ -174,8 +174,8 @@ __device__ __forceinline__ void QuantizeBlockFromGlobal(const uint16_t* __restri
   for (int i = 1; i < 16; ++i) amax = MaxNaN(amax, fabsf(x[i]));
   float os;
   s = BlockScale(amax, os_src, &os);
-  // os >= +0 holds for every valid gs (finite, > 0); the test only keeps an invalid gs, whose
-  // outputs are unspecified (contract section 9), on the exact path.
+  // os >= +0 for every valid gs (finite, > 0); the sign check only keeps an invalid gs (its
+  // outputs are unspecified, contract section 9) on the exact path.
   if (amax == amax && !(__float_as_uint(os) >> 31)) {
     packed[0] = EncodeE2m1x8FastSm90(reinterpret_cast<const uint32_t(&)[4]>(w[0]), os);
     packed[1] = EncodeE2m1x8FastSm90(reinterpret_cast<const uint32_t(&)[4]>(w[4]), os);
