@@ -42,6 +42,7 @@ struct KernelParams {
   uint32_t* ready_flags;   // ready_flags.h
   bool prefetch_residual;  // residual 16-byte aligned: the load warp prefetches it to L2
   bool skip_epilogue;      // timing only (out_proj.h OutProjDebug): FoldTile instead of StoreTile
+  bool vec16_epilogue;     // gate, residual and out 16-byte aligned: StoreTileVec16
 };
 
 // The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles.
@@ -237,10 +238,13 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, uint8_t* sme
                              col0 < p.n, acc);
     }
     if (col0 >= p.n) continue;
+    const int64_t row0 = static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
     if (p.skip_epilogue) {
       FoldTile<Cfg>(acc, e);
+    } else if (e.vec16) {
+      StoreTileVec16<Cfg>(acc, row0, col0, e);
     } else {
-      StoreTile<Cfg>(acc, static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM, col0, e);
+      StoreTile<Cfg>(acc, row0, col0, e);
     }
   }
 }
@@ -296,6 +300,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     e.gate_index = p.gate_index;
     e.residual = p.residual;
     e.out = p.out;
+    e.vec16 = p.vec16_epilogue;
     ConsumerLoop<Cfg>(p, smem, full, empty, e);
   }
 }

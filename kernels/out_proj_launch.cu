@@ -142,6 +142,10 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   // pitch (n % 8 == 0 always: n is a multiple of 128). The B tensor map has n rows: the missing
   // rows of a half tile at the end of N read as zeros (and their warps compute nothing).
   p.prefetch_residual = reinterpret_cast<uintptr_t>(l.residual) % 16 == 0;
+  p.vec16_epilogue = (reinterpret_cast<uintptr_t>(l.residual) | reinterpret_cast<uintptr_t>(l.out) |
+                      reinterpret_cast<uintptr_t>(l.gate)) %
+                         16 ==
+                     0;
   // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
   // report (and clear) an unrelated earlier error of the caller's.
   cudaLaunchConfig_t config = {};

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <functional>
@@ -248,6 +249,20 @@ TEST(OutProjTest, HugeM) {
   ExpectMatchesEmulator(*p, *d, RunOptions(), false, 64);
 }
 
+// Runs `body` once per build (both sm_90 emulations) and SM120 tile.
+void ForEachBuildAndTile(const std::function<void(const RunOptions&)>& body) {
+  for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    for (OutProjTile tile : {OutProjTile::kAuto, OutProjTile::k128x128}) {
+      RunOptions o;
+      o.sm90_emulation = e;
+      o.tile = tile;
+      SCOPED_TRACE(::testing::Message()
+                   << "emulation " << static_cast<int>(e) << " tile " << static_cast<int>(tile));
+      body(o);
+    }
+  }
+}
+
 // The timing-only mode: act_q / act_sf as the normal run's, out not written, with every build.
 TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
   H3_SKIP_WITHOUT_GPU();
@@ -255,25 +270,52 @@ TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
   ASSERT_TRUE(p.ok()) << p.status();
   absl::StatusOr<DeviceProblem> d = Upload(*p);
   ASSERT_TRUE(d.ok()) << d.status();
-  for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
-    for (OutProjTile tile : {OutProjTile::kAuto, OutProjTile::k128x128}) {
-      RunOptions o;
-      o.sm90_emulation = e;
-      o.tile = tile;
-      ASSERT_TRUE(testbed::Poison(*d).ok());
-      ASSERT_TRUE(
-          MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
-      const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
-      ASSERT_TRUE(testbed::Poison(*d).ok());
-      const std::vector<uint16_t> poisoned = Host(d->out);
-      OutProjArgs a = testbed::ArgsFor(*d, o);
-      a.debug = OutProjDebug::kSkipEpilogue;
-      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-      EXPECT_EQ(Host(d->act_q), q);
-      EXPECT_EQ(Host(d->act_sf), sf);
-      EXPECT_EQ(Host(d->out), poisoned) << "out written in the timing-only mode";
-    }
-  }
+  ForEachBuildAndTile([&](const RunOptions& o) {
+    ASSERT_TRUE(testbed::Poison(*d).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+    const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
+    ASSERT_TRUE(testbed::Poison(*d).ok());
+    const std::vector<uint16_t> poisoned = Host(d->out);
+    OutProjArgs a = testbed::ArgsFor(*d, o);
+    a.debug = OutProjDebug::kSkipEpilogue;
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
+    EXPECT_EQ(Host(d->act_q), q);
+    EXPECT_EQ(Host(d->act_sf), sf);
+    EXPECT_EQ(Host(d->out), poisoned) << "out written in the timing-only mode";
+  });
+}
+
+// gate, residual and out only 4-byte aligned take the epilogue's 4-byte path; it must equal the
+// 16-byte path bit for bit (the same operations in the same order), with every build and tile.
+TEST(OutProjTest, FourByteAlignedEpilogueEqualsVec16) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p = MakeProblem(300, 640, 1024, 9, DataKind::kGaussian, 21);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = Upload(*p);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const OpShape& s = p->shape;
+  // Copies of gate and residual, and an out, 4 bytes (2 elements) past a 256-byte boundary.
+  testbed::DeviceBuffer<uint16_t> gate4, res4, out4;
+  ASSERT_TRUE(gate4.Alloc(s.g * s.n + 2).ok() && res4.Alloc(s.m * s.n + 2).ok() &&
+              out4.Alloc(s.m * s.n + 2).ok());
+  ASSERT_EQ(cudaMemcpy(gate4.get() + 2, d->gate.get(), s.g * s.n * 2, cudaMemcpyDeviceToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(res4.get() + 2, d->residual.get(), s.m * s.n * 2, cudaMemcpyDeviceToDevice),
+            cudaSuccess);
+  ForEachBuildAndTile([&](const RunOptions& o) {
+    ASSERT_TRUE(testbed::Poison(*d).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+    const std::vector<uint16_t> want = Host(d->out);
+    ASSERT_TRUE(out4.Fill(0xFF).ok());
+    OutProjArgs a = testbed::ArgsFor(*d, o);
+    a.gate = gate4.get() + 2;
+    a.residual = res4.get() + 2;
+    a.out = out4.get() + 2;
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
+    const std::vector<uint16_t> got4 = Host(out4);
+    ASSERT_EQ(got4.size(), want.size() + 2);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got4.begin() + 2));
+  });
 }
 
 TEST(OutProjTest, MZeroIsNoOp) {

@@ -184,11 +184,11 @@ void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
 // What caps the built design: its terms on the critical SM against the time 1250 TFLOP/s
 // (the goal) allows, beside the GEMM alone under the same static schedule.
 // The exposed epilogue measured on the H200 (bench: fused - fused_no_epilogue, faithful build =
-// the SM120 kernel's own code and 128x256 tile, per tile wave;
-// harness/bench/results/h200_2026-11-30_s10_no_epilogue_faithful.csv) over the model's epilogue
-// of that tile on the H200: how optimistic the epilogue term was where it could be measured.
+// the SM120 kernel's own code and 128x256 tile, with the 16-byte epilogue, per tile wave;
+// harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv) over the model's epilogue of
+// that tile on the H200: how optimistic the epilogue term was where it could be measured.
 double H200EpilogueRatio() {
-  constexpr double kMeasuredUs = 10.6;  // 9.9 / 11.3 us at M = 4096 / 16384
+  constexpr double kMeasuredUs = 7.3;  // 9.0 / 5.5 us at M = 4096 / 16384
   Problem p;
   p.m = 4096;
   return kMeasuredUs / (Predict(H200(), CurrentDesign(), p).epilogue_tile * kUs);
@@ -433,13 +433,14 @@ void RunCalibrateH200() {
     Problem p128;
     p128.m = 4096;
     const double model128 = Predict(h, Current128Design(), p128).epilogue_tile * kUs;
-    // harness/bench/results/h200_2026-11-30_s10_no_epilogue_{faithful,fast}.csv: the bench's
-    // fused - fused_no_epilogue (OutProjDebug::kSkipEpilogue), medians of 5.
+    // harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv: the bench's
+    // fused - fused_no_epilogue (OutProjDebug::kSkipEpilogue), medians of 5, A/B twice.
     std::printf(
-        "   measured exposed epilogue (bench fused - fused_no_epilogue): faithful 128x256 60 / "
-        "238 us at M = 4096 / 16384 = 9.9 / 11.3 us per tile wave (model %.2f: %.1fx); fast "
-        "128x128 67 / 241 us = 6.1 / 5.9 us (model %.2f: %.1fx)\n\n",
-        a.epilogue_tile * kUs, 10.6 / (a.epilogue_tile * kUs), model128, 6.0 / model128);
+        "   measured exposed epilogue (bench fused - fused_no_epilogue), 4-byte -> 16-byte "
+        "epilogue: faithful 128x256 95 -> 54 / 213 -> 116 us at M = 4096 / 16384 (16-byte: 9.0 "
+        "/ 5.5 us per tile wave, model %.2f: %.1fx); fast 128x128 66 -> 44 / 235 -> 158 us "
+        "(16-byte: 4.0 / 3.9 us, model %.2f: %.1fx)\n\n",
+        a.epilogue_tile * kUs, 7.3 / (a.epilogue_tile * kUs), model128, 3.95 / model128);
   }
 
   // 4. DRAM bytes per call (ncu dram__bytes_read.sum / dram__bytes_write.sum).
