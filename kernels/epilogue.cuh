@@ -6,11 +6,13 @@
 //   o = acc (x) alpha;  t = bf16(f32(gate[g, n]) (x) o);  out = bf16(f32(residual) (+) f32(t))
 // for g = gate_index[m] in [0, G); otherwise out = residual bit for bit.
 //
-// Latency, not arithmetic, is its cost. The load warp prefetched the tile's residual rows to L2
-// during the main loop; here a warp first turns its accumulators into t (gate loads need not
-// wait for stores: gate never aliases out), then reads the residual in batches of 4 rows (32
-// words per thread) before it writes any of them: 1 (gate_index) + 1 (gate) + kMFrags /
-// kEpiBatch L2 round trips per warp tile instead of two per fragment row. out may be exactly
+// Memory latency and memory instructions, not arithmetic, are its cost (measured on the H200,
+// NOTES.md). The load warp prefetched the tile's residual rows to L2 during the main loop; here a
+// warp first turns its accumulators into t (gate loads need not wait for stores: gate never
+// aliases out), then reads the residual in batches of 4 rows (32 words per thread) before it
+// writes any of them: 1 (gate_index) + 1 (gate) + kMFrags / kEpiBatch L2 round trips per warp
+// tile. StoreTileVec16 does the same with 16-byte accesses (a quarter of the instructions) when
+// gate, residual and out allow it; StoreTile with 4-byte ones otherwise. out may be exactly
 // residual (contract section 9): every element is still read before it is written, by the same
 // thread, and the batches are disjoint.
 
