@@ -53,6 +53,7 @@ Design Current128Design() {
   d.epilogue = Epilogue::kSerialL2Prefetch;
   d.gate_in_smem = false;
   d.epilogue_instr_per_pair = 16;
+  d.epilogue_access_bytes = 16;  // StoreTileVec16 (aligned gate / residual / out)
   d.bk = 128;
   d.stages = 4;
   d.sfa_load = SfaLoad::kTmaBoxPairStages;
@@ -102,6 +103,7 @@ Design V2Base(const std::string& name, int bm, int bn, int stages, int warps_m, 
 void L2Prefetch(Design& d) {
   d.epilogue = Epilogue::kSerialL2Prefetch;
   d.epilogue_instr_per_pair = 14;
+  d.epilogue_access_bytes = 16;
 }
 void FirstWaveFirst(Design& d) {
   d.quant_order = QuantOrder::kFirstWaveKChunks;
@@ -222,8 +224,11 @@ std::vector<Design> DesignLadder() {
   d.epilogue_instr_per_pair = 14;
   out.push_back(d);
   d.name = "L4_residual_l2_prefetch";
-  d.summary = "residual TMA-prefetched to L2 during the main loop, loads batched, gate in smem";
+  d.summary =
+      "residual prefetched to L2 during the main loop, loads batched, gate in smem, 16-byte "
+      "accesses";
   d.epilogue = Epilogue::kSerialL2Prefetch;
+  d.epilogue_access_bytes = 16;
   out.push_back(d);
   d.name = "L5_kchunk_quant_order";
   d.summary = "first wave's rows quantized k-block by k-block (flags per m-tile x k-block)";

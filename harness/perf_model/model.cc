@@ -16,6 +16,8 @@ constexpr double kOmmaFlop = 2.0 * 16 * 8 * 64;  // one mma.m16n8k64
 constexpr double kMbarrierClk = 20;              // try_wait + arrive + stage bookkeeping
 constexpr double kSmemAlignPad = 1024 - 16;      // config.cuh: kSmemAlign - 16
 constexpr double kWavefront = 128;               // bytes of one shared-memory wavefront
+// L1 wavefronts of one epilogue warp access from the MMA C layout: 8 rows, one line each.
+constexpr double kEpiWavefrontsPerAccess = 8;
 // Consumer issue slots per warp, from NOTES.md's SASS reading of the sm_120a main loop
 // (per stage of 4 k-steps: 64 OMMA, 44 NOP, 24 LDSM, 20 LDS, 37 other = 189), generalized:
 constexpr double kNopPerOmma = 44.0 / 64.0;  // nvcc pads every OMMA pair with NOPs
@@ -426,6 +428,14 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   const double alu =
       pairs * d.epilogue_instr_per_pair / 32 / std::min(kSubPartitions, epi_warps) / clk;
   const double res_b = d.bm * d.bn * 2.0, out_b = d.bm * d.bn * 2.0;
+  // L1 wavefronts of the epilogue's memory instructions (gate, residual, out: 3 per pair at 4
+  // bytes per lane, 3/4 at 16), 8 per warp instruction (8 rows of the C layout), one per clock
+  // per SM; 16-byte accesses add the quad transposes' shuffles (2 per pair, a warp's per clock).
+  // Calibrated on the H200, where 4 -> 16 bytes cut the exposed epilogue by 33-46% (NOTES.md).
+  const double pairs_per_access = d.epilogue_access_bytes / 4.0;
+  const double lsu = (pairs * 3.0 / pairs_per_access / 32 * kEpiWavefrontsPerAccess +
+                      (d.epilogue_access_bytes > 4 ? pairs * 2.0 / 32 : 0.0)) /
+                     clk;
   // Bandwidth in a burst: the bursting SMs share the L2 the others leave (and DRAM for a
   // residual not yet in L2); one SM alone bursts at its port rate.
   auto burst = [&](double l2_bytes, double dram_bytes) {
@@ -440,7 +450,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       // One (i, h) fragment row per round trip: the residual load cannot move above the
       // previous row's stores (residual may alias out); gate_index -> gate rides alongside.
       const double lat = 2.0 * d.MFrags() * hw.dram_latency_s.value;
-      epi = std::max({lat + alu / epi_w_per_smsp, burst(res_b + out_b, res_b), alu});
+      epi = std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, res_b), alu});
       epi_exposed = epi;
       break;
     }
@@ -449,7 +459,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       const double batches = std::ceil(words_per_thread / 32.0);
       // + gate_index, + the gate's columns when they are not staged in shared memory.
       const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
-      epi = std::max({lat + alu / epi_w_per_smsp, burst(res_b + out_b, 0), alu});
+      epi = std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, 0), alu});
       epi_exposed = d.epilogue == Epilogue::kPingPong ? std::max(0.0, epi - r.tile_main) : epi;
       break;
     }
