@@ -218,8 +218,9 @@ void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64
   std::printf(
       "  (MMA cap: the main loop alone; GEMM alone: cuBLASLt-like, static schedule, bf16 D "
       "stored. The fused op adds the residual read and the quantizer start-up to it, so under "
-      "a static schedule it stays below the GEMM alone; 1250 needs the exposed epilogue hidden, "
-      "which the phased designs above do with split tiles and f32 fix-ups across CTAs. epi xR: "
+      "a static schedule it stays below the GEMM alone; 1250 needs most of the exposed epilogue "
+      "hidden, which no design above achieves in full (the phased ones, split tiles with f32 "
+      "fix-ups across CTAs, come closest). epi xR: "
       "`current` if its exposed epilogue were R times the model's, R = the H200's measured / "
       "modelled epilogue (--calibrate_h200): what the one term the H200 could check says about "
       "the uncertainty.)\n\n");
