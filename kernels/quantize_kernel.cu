@@ -1,3 +1,5 @@
+#include <atomic>
+
 #include "kernels/quantize.cuh"
 #include "kernels/quantize_kernel.h"
 
@@ -31,14 +33,24 @@ cudaError_t LaunchQuantizeNvfp4(const uint16_t* x, int64_t rows, int64_t cols, c
   const int64_t blocks = rows * (cols / 16);
   if (blocks == 0) return cudaSuccess;
   // One wave of resident CTAs (fewer when there is less work): the table is filled once per CTA.
-  int device = 0, sms = 0, per_sm = 0;
+  // The count depends on the device only: queried once per device, not on every launch.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int64_t> resident_by_device[kMaxDevices];
+  int device = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, QuantizeNvfp4Kernel, kThreads, 0);
   if (e != cudaSuccess) return e;
+  int64_t resident = device < kMaxDevices ? resident_by_device[device].load() : 0;
+  if (resident == 0) {
+    int sms = 0, per_sm = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) {
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, QuantizeNvfp4Kernel, kThreads, 0);
+    }
+    if (e != cudaSuccess) return e;
+    resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+    if (device < kMaxDevices) resident_by_device[device].store(resident);
+  }
   const int64_t needed = (blocks + kThreads - 1) / kThreads;
-  const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
   const unsigned grid = static_cast<unsigned>(needed < resident ? needed : resident);
   QuantizeNvfp4Kernel<<<grid, kThreads, 0, stream>>>(x, blocks, gs, codes, sf);
   return cudaGetLastError();
