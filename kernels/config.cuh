@@ -15,7 +15,10 @@ namespace h3::kernels {
 // (cutlass sm120_smem_capacity_bytes = 101376).
 inline constexpr int kSm120SmemBytes = 101376;
 
-template <int kStages_, int kBK_, int kBN_, int kSmemBudget_>
+// kStages_: depth of the weight ring(s); kAStages_: depth of the activation ring (the same ring
+// unless kSkewed_); kSkewed_: the consumer warpgroups own the tile's N halves and run apart.
+template <int kStages_, int kBK_, int kBN_, int kSmemBudget_, int kAStages_ = kStages_,
+          bool kSkewed_ = false>
 struct OutProjConfig {
   // ---- CTA tile: kBM x kBN outputs, kBK k-elements per pipeline stage. ----
   static constexpr int kBM = 128;
@@ -35,6 +38,20 @@ struct OutProjConfig {
   // Consumers: 2 warpgroups = 8 warps in a 2 (M) x 4 (N) grid, each a 64 x (kBN / 4) warp tile.
   static constexpr int kWarpsM = 2;
   static constexpr int kWarpsN = 4;
+  // Consumer groups. Lockstep (kSkewed false): one ring of kStages stages carries A and B, both
+  // warpgroups consume every stage (warpgroup w = warp row w) and finish their tiles together,
+  // so the tensor pipes idle during the epilogue. Skewed: warpgroup g owns the tile's N half g
+  // (2 x 2 warps of 64 x 64), reads A from a shared ring of kAStages stages and B from a ring of
+  // its own (kStages stages of kGroupBN rows), and runs kSkewStages stages behind the other
+  // group at every tile start, so each group's epilogue runs under the other group's MMAs
+  // (perf_model: Epilogue::kSkewedGroups). The lead is bounded by the A ring: the leader can
+  // use only stages the trailer has not released, so kSkewStages < kAStages (deadlock-free:
+  // the trailer waits for a lead the leader can always reach).
+  static constexpr bool kSkewed = kSkewed_;
+  static constexpr int kGroups = kSkewed ? 2 : 1;  // weight rings
+  static constexpr int kGroupBN = kBN / kGroups;   // weight rows per ring stage
+  static constexpr int kAStages = kAStages_;
+  static constexpr int kSkewStages = kSkewed ? kAStages - 1 : 0;
   static constexpr int kConsumerWarps = kWarpsM * kWarpsN;
   static constexpr int kWarps = kProducerWarps + kConsumerWarps;
   static constexpr int kThreads = kWarps * 32;
@@ -53,20 +70,22 @@ struct OutProjConfig {
   // Code tiles: one row of kBK e2m1 codes is kRowBytes; TMA writes it with the swizzle mode of
   // the same width (CU_TENSOR_MAP_SWIZZLE_64B / _128B), which fragment_math.h's SwizzleOffset
   // undoes.
-  static constexpr int kRowBytes = kBK / 2;            // e2m1: 2 per byte; 64 or 128
-  static constexpr int kATileBytes = kBM * kRowBytes;  // [kBM][kRowBytes], swizzled
-  static constexpr int kBTileBytes = kBN * kRowBytes;  // [kBN][kRowBytes], swizzled
+  static constexpr int kRowBytes = kBK / 2;                     // e2m1: 2 per byte; 64 or 128
+  static constexpr int kATileBytes = kBM * kRowBytes;           // [kBM][kRowBytes], swizzled
+  static constexpr int kBTileBytes = kBN * kRowBytes;           // [kBN][kRowBytes], swizzled
+  static constexpr int kBRingTileBytes = kGroupBN * kRowBytes;  // one ring's [kGroupBN][kRowBytes]
   // Activation scales: kSfaRowBytes per row and stage. A TMA tensor box's inner extent must be
   // a multiple of 16 bytes, so one box [kBM][16 B] carries the scales of kSfaStagesPerBox
   // consecutive stages (at kBK = 128: two), loaded with the first of them into one of kSfaSlots
   // slots. The later stages of a box read the slot their first stage filled. A slot is refilled
-  // kSfaSlots boxes later; the load warp then waits for the ring stage kStages k-steps back,
+  // kSfaSlots boxes later; the load warp then waits for the A ring stage kAStages k-steps back,
   // which every consumer releases only after it finished every older k-step: with
-  // kSfaSlots >= kStages / kSfaStagesPerBox + 1 the box being replaced is no longer read.
+  // kSfaSlots >= kAStages / kSfaStagesPerBox + 1 the box being replaced is no longer read.
   static constexpr int kSfaRowBytes = kBK / kSfVec;  // 8 or 16
   static constexpr int kSfaBoxBytes = 16;
   static constexpr int kSfaStagesPerBox = kSfaBoxBytes / kSfaRowBytes;
-  static constexpr int kSfaSlots = kSfaStagesPerBox == 1 ? kStages : kStages / kSfaStagesPerBox + 1;
+  static constexpr int kSfaSlots =
+      kSfaStagesPerBox == 1 ? kAStages : kAStages / kSfaStagesPerBox + 1;
   static constexpr int kSfaSlotBytes = kBM * kSfaBoxBytes;  // [kBM][16 B] linear
   // Weight scales in the 128x4 layout: a 128-row x 4-column group is 512 contiguous bytes and
   // one stage covers kBK/64 consecutive column groups of each of the tile's kSfbGroups 128-row
@@ -74,18 +93,26 @@ struct OutProjConfig {
   static constexpr int kSfbGroups = kBN / 128;
   static constexpr int kSfbGroupBytes = (kBK / 64) * 512;
   static constexpr int kSfbTileBytes = kSfbGroups * kSfbGroupBytes;
+  static constexpr int kSfbRingTileBytes = kSfbTileBytes / kGroups;  // one ring's groups
   // Bytes a stage's full barrier expects: codes and weight scales always (of the 128-row weight
   // groups that exist: N may end in half a tile, whose missing B rows TMA fills with zeros and
   // counts), the activation-scale box only with the first stage of a box.
+  // Skewed: an A stage's bytes and a B ring stage's bytes separately.
   static constexpr int kStageBytes = kATileBytes + kBTileBytes + kSfbTileBytes;
+  static constexpr int kAStageBytes = kSkewed ? kATileBytes : kStageBytes;
+  static constexpr int kBStageBytes = kBRingTileBytes + kSfbRingTileBytes;
   static constexpr int kSfaBoxTxBytes = kSfaSlotBytes;
   // Swizzled TMA destinations need 1024-byte alignment (the 128B pattern repeats every 1 KiB).
+  // B and SFB: ring g's stage s at index g * kStages + s.
   static constexpr int kAOffset = 0;
-  static constexpr int kBOffset = kAOffset + kStages * kATileBytes;
-  static constexpr int kSfaOffset = kBOffset + kStages * kBTileBytes;
+  static constexpr int kBOffset = kAOffset + kAStages * kATileBytes;
+  static constexpr int kSfaOffset = kBOffset + kGroups * kStages * kBRingTileBytes;
   static constexpr int kSfbOffset = kSfaOffset + kSfaSlots * kSfaSlotBytes;
-  static constexpr int kBarOffset = kSfbOffset + kStages * kSfbTileBytes;
-  static constexpr int kBarBytes = 2 * kStages * 8;  // full[] + empty[] mbarriers
+  static constexpr int kBarOffset = kSfbOffset + kGroups * kStages * kSfbRingTileBytes;
+  // mbarriers: the A ring's full[] + empty[], then (skewed) each B ring's full[] + empty[] and
+  // the two skew gates (out_proj_kernel.cuh SkewGate).
+  static constexpr int kBRingBars = kSkewed ? kGroups * kStages : 0;
+  static constexpr int kBarBytes = 2 * kAStages * 8 + 2 * kBRingBars * 8 + (kSkewed ? 16 : 0);
   static constexpr int kSmemUsed = kBarOffset + kBarBytes;
   static constexpr int kSmemAlign = 1024;
   // The dynamic shared-memory base is only guaranteed 16-byte aligned: pad for the realignment.
@@ -105,8 +132,21 @@ struct OutProjConfig {
   static_assert(kBK % kMmaK == 0, "stage k must be whole MMA k-steps");
   static_assert(kRowBytes == 64 || kRowBytes == 128, "a TMA swizzle mode of the row's width");
   static_assert(kSfaBoxBytes % kSfaRowBytes == 0, "a stage's scales never straddle two boxes");
-  static_assert(kSfaSlots >= (kSfaStagesPerBox == 1 ? kStages : kStages / kSfaStagesPerBox + 1),
+  static_assert(kSfaSlots >= (kSfaStagesPerBox == 1 ? kAStages : kAStages / kSfaStagesPerBox + 1),
                 "a refilled activation-scale slot is no longer read (see kSfaSlots)");
+  static_assert(kSkewed ? kAStages >= kStages : kAStages == kStages,
+                "one ring, or an A ring at least as deep as the B rings");
+  static_assert(!kSkewed || (kWarpsN % kGroups == 0 && kGroupBN % 128 == 0 &&
+                             kConsumerWarps / kGroups == 4),
+                "skewed: each group a warpgroup of whole warp columns and weight-scale groups");
+  static_assert(!kSkewed || (kSkewStages >= 1 && kSkewStages < kAStages),
+                "the trailer waits for a lead the A ring lets the leader reach");
+  // The gate of tile t is mbarrier t % 2, phase t / 2: the leader completes the phase of tile
+  // t + 2 at least one stage into tile t + 2, i.e. 2 * (kKMultiple / kBK) + 1 stages ahead of a
+  // trailer still before tile t: more than the A ring lets it run ahead (kAStages).
+  static_assert(!kSkewed || 2 * kSfaStagesPerBox + 1 > kAStages,
+                "a skew gate's phase cannot be lapped (K is a multiple of kKMultiple)");
+  static_assert(kBRingTileBytes % 1024 == 0, "swizzle atoms stay aligned");
   static_assert(kBN % 128 == 0, "weight scale tile = whole 128-row swizzle groups");
   static_assert(kSfbTileBytes == kBN * kBK / kSfVec, "weight scale bytes per stage");
   static_assert(kSfbTileBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
@@ -128,19 +168,26 @@ struct OutProjConfig {
   static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte objects");
   static_assert(kBM == kWorkTileM, "work units and ready flags count 128-row m-tiles");
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
   static_assert(kSmemBytes <= kSmemBudget_, "shared memory over the per-block budget");
 };
 
-// The native SM120 build, default: 128 x 256 tiles, 3 stages of BK = 128 (26 KiB of codes and
-// weight scales each, plus 2 activation-scale slots of 2 KiB): 83 KiB of the 99 KiB; 64 x 64
-// warp tiles with setmaxnreg 56 / 224. Halves the L2 and shared-memory bytes per MMA of the
-// 128 x 128 tile (NOTES.md, harness/perf_model: the v2 ladder's L2 rung, +7% predicted).
-using Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
+// The native SM120 build, default: 128 x 256 tiles, BK = 128, skewed groups: an A ring of 4
+// stages (8 KiB of codes each, 3 activation-scale slots of 2 KiB) and two B rings of 3 stages
+// (8 KiB of codes + 1 KiB of weight scales each): 93 KiB of the 99 KiB; 64 x 64 warp tiles with
+// setmaxnreg 56 / 224. The 128 x 256 tile halves the L2 and shared-memory bytes per MMA of the
+// 128 x 128 one (the v2 ladder's L2 rung); the skew hides most of the epilogue (perf_model:
+// v2_128x256_k128_s3_l2pre_skewed, +4.6% predicted at M = 4096 on the RTX 5090).
+using Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true>;
+// The same tile in lockstep (OutProjTile::k128x256Lockstep): one ring of 3 stages of 26 KiB
+// (+ 2 activation-scale slots): 83 KiB. The bench times it beside the default.
+using Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
 // The alternative the bench can pick (OutProjTile::k128x128): 128 x 128 tiles, 4 stages of
 // BK = 128, 64 x 32 warp tiles, no setmaxnreg (the ladder's L1 rung): 76 KiB.
 using Sm120Config128 = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
 static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
 static_assert(Sm120Config128::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
+static_assert(Sm120ConfigLockstep::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
 
 }  // namespace h3::kernels
 

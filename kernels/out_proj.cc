@@ -163,8 +163,8 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
   const int tile = static_cast<int>(a.tile);
   if (tile < static_cast<int>(OutProjTile::kAuto) ||
-      tile > static_cast<int>(OutProjTile::k128x128)) {
-    return bad("tile", "OutProjTile::kAuto, k128x256 or k128x128 (0, 1 or 2)", tile);
+      tile > static_cast<int>(OutProjTile::k128x256Lockstep)) {
+    return bad("tile", "OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep (0 to 3)", tile);
   }
   const int debug = static_cast<int>(a.debug);
   if (debug != static_cast<int>(OutProjDebug::kNone) &&
@@ -254,9 +254,10 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  const kernels::KernelTile tile = args.tile == OutProjTile::k128x128
-                                       ? kernels::KernelTile::k128x128
-                                       : kernels::KernelTile::k128x256;
+  const kernels::KernelTile tile =
+      args.tile == OutProjTile::k128x128           ? kernels::KernelTile::k128x128
+      : args.tile == OutProjTile::k128x256Lockstep ? kernels::KernelTile::k128x256Lockstep
+                                                   : kernels::KernelTile::k128x256;
   absl::StatusOr<int> resident_ctas = ResidentCtas(kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
 

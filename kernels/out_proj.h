@@ -39,11 +39,14 @@ namespace h3 {
 //    whose consumer loop is NOT the SM120 one.
 enum class Sm90Emulation { kFaithful, kFast };
 
-// The SM120 kernel's CTA tile (sm_120f, and the faithful sm_90 emulation of it; the fast sm_90
-// build ignores it). Both are exact to the same contract; they differ in speed only.
-//  k128x256 (kAuto): 3 stages of BK = 128, 64 x 64 warp tiles, setmaxnreg 56 / 224.
-//  k128x128: 4 stages of BK = 128, 64 x 32 warp tiles: the alternative the bench times beside it.
-enum class OutProjTile { kAuto, k128x256, k128x128 };
+// The SM120 kernel's CTA tile and pipeline (sm_120f, and the faithful sm_90 emulation of it; the
+// fast sm_90 build ignores it). All are exact to the same contract; they differ in speed only.
+//  k128x256 (kAuto): BK = 128, 64 x 64 warp tiles, setmaxnreg 56 / 224; the two consumer
+//    warpgroups own the tile's N halves and run a few stages apart (skewed), so one half's
+//    epilogue runs under the other half's MMAs.
+//  k128x128: 4 stages of BK = 128, 64 x 32 warp tiles: an alternative the bench times beside it.
+//  k128x256Lockstep: the k128x256 tile with both warpgroups in step (3 stages): the other one.
+enum class OutProjTile { kAuto, k128x256, k128x128, k128x256Lockstep };
 
 // Timing only: kSkipEpilogue runs everything but the epilogue (the consumers fold their
 // accumulators instead), so `out` is NOT written; act_q / act_sf are. The bench times it as

@@ -23,8 +23,8 @@ constexpr bool TilesTheApi() {
   return kOutProjTileM == Cfg::kBM && kOutProjNMultiple % Cfg::kNMultiple == 0 &&
          kOutProjKMultiple % Cfg::kKMultiple == 0 && kOutProjKMultiple == kChunkQuantum;
 }
-static_assert(TilesTheApi<Sm120Config>() && TilesTheApi<Sm120Config128>() &&
-              TilesTheApi<sm90::Sm90Config>());
+static_assert(TilesTheApi<Sm120Config>() && TilesTheApi<Sm120ConfigLockstep>() &&
+              TilesTheApi<Sm120Config128>() && TilesTheApi<sm90::Sm90Config>());
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
@@ -109,7 +109,9 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
                     CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e == cudaSuccess) {
-    e = EncodeU8Map(encode, &tmap_wq, l.w_q, l.n, l.k / 2, Cfg::kBN, Cfg::kRowBytes, kCodeSwizzle);
+    // One box per ring stage: the whole tile's kBN rows, or (skewed) one group's kGroupBN.
+    e = EncodeU8Map(encode, &tmap_wq, l.w_q, l.n, l.k / 2, Cfg::kGroupBN, Cfg::kRowBytes,
+                    kCodeSwizzle);
   }
   if (e != cudaSuccess) {
     *what = "cuTensorMapEncodeTiled";
@@ -163,19 +165,41 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, KernelTile tile,
                           cudaStream_t stream, const char** what) {
   if (build == KernelBuild::kSm90Fast) return Launch<sm90::Sm90Config>(l, stream, what);
-  return tile == KernelTile::k128x128 ? Launch<Sm120Config128>(l, stream, what)
-                                      : Launch<Sm120Config>(l, stream, what);
+  switch (tile) {
+    case KernelTile::k128x128:
+      return Launch<Sm120Config128>(l, stream, what);
+    case KernelTile::k128x256Lockstep:
+      return Launch<Sm120ConfigLockstep>(l, stream, what);
+    case KernelTile::k128x256:
+      break;
+  }
+  return Launch<Sm120Config>(l, stream, what);
 }
 
 cudaError_t ConfigureOutProj(KernelBuild build, KernelTile tile, int* resident_ctas) {
   if (build == KernelBuild::kSm90Fast) return Configure<sm90::Sm90Config>(resident_ctas);
-  return tile == KernelTile::k128x128 ? Configure<Sm120Config128>(resident_ctas)
-                                      : Configure<Sm120Config>(resident_ctas);
+  switch (tile) {
+    case KernelTile::k128x128:
+      return Configure<Sm120Config128>(resident_ctas);
+    case KernelTile::k128x256Lockstep:
+      return Configure<Sm120ConfigLockstep>(resident_ctas);
+    case KernelTile::k128x256:
+      break;
+  }
+  return Configure<Sm120Config>(resident_ctas);
 }
 
 int OutProjSmemBytes(KernelBuild build, KernelTile tile) {
   if (build == KernelBuild::kSm90Fast) return sm90::Sm90Config::kSmemBytes;
-  return tile == KernelTile::k128x128 ? Sm120Config128::kSmemBytes : Sm120Config::kSmemBytes;
+  switch (tile) {
+    case KernelTile::k128x128:
+      return Sm120Config128::kSmemBytes;
+    case KernelTile::k128x256Lockstep:
+      return Sm120ConfigLockstep::kSmemBytes;
+    case KernelTile::k128x256:
+      break;
+  }
+  return Sm120Config::kSmemBytes;
 }
 
 }  // namespace h3::kernels

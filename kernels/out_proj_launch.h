@@ -36,8 +36,9 @@ struct OutProjLaunch {
 enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 
 // The SM120 kernel's tile (kSm120Native and kSm90Faithful; kSm90Fast has its own): k128x256 =
-// Sm120Config, k128x128 = Sm120Config128 (config.cuh).
-enum class KernelTile { k128x256, k128x128 };
+// Sm120Config (skewed groups), k128x256Lockstep = Sm120ConfigLockstep, k128x128 =
+// Sm120Config128 (config.cuh).
+enum class KernelTile { k128x256, k128x128, k128x256Lockstep };
 
 // Once per context and build: raises the kernel's dynamic shared-memory limit and returns in
 // *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per SM).

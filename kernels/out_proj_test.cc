@@ -82,7 +82,8 @@ struct Case {
   bool weight_scale_on_device;
 };
 
-// Each case runs with both tiles of the SM120 kernel (config.cuh Sm120Config, Sm120Config128) and,
+// Each case runs with every config of the SM120 kernel (config.cuh Sm120Config (skewed),
+// Sm120Config128, Sm120ConfigLockstep) and,
 // on sm_90, with both emulations (the fast one has a single config of its own: run once; on
 // sm_120 both emulations select the native kernel).
 class OutProjCaseTest
@@ -132,13 +133,22 @@ INSTANTIATE_TEST_SUITE_P(
             // n = 128: only half of a 128 x 256 tile exists (its other warps idle).
             Case{"exact_n128", 130, 128, 512, 9, DataKind::kExact, false, false, false},
             Case{"entropy_n640", 257, 640, 2304, 9, DataKind::kGaussian, false, false, false},
-            Case{"minimax_m259", 259, 5376, 7168, 9, DataKind::kGaussian, false, false, false}),
+            Case{"minimax_m259", 259, 5376, 7168, 9, DataKind::kGaussian, false, false, false},
+            // More tiles than an H200 has SMs (140 of 128 x 256, 280 of 128 x 128): CTAs run
+            // a second tile (ring wrap-around across tiles, the skewed groups' gate at a tile
+            // start), half tiles among them.
+            Case{"entropy_two_tiles_per_cta", 8955, 384, 512, 9, DataKind::kGaussian, false, false,
+                 false}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
-        ::testing::Values(OutProjTile::kAuto, OutProjTile::k128x128)),
+        ::testing::Values(OutProjTile::kAuto, OutProjTile::k128x128,
+                          OutProjTile::k128x256Lockstep)),
     [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation, OutProjTile>>& i) {
+      const OutProjTile t = std::get<2>(i.param);
       return std::string(std::get<0>(i.param).name) +
              (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
-             (std::get<2>(i.param) == OutProjTile::k128x128 ? "_128x128" : "");
+             (t == OutProjTile::k128x128           ? "_128x128"
+              : t == OutProjTile::k128x256Lockstep ? "_lockstep"
+                                                   : "");
     });
 
 // NaN / Inf / subnormal / zero / -0 activations.
@@ -252,7 +262,8 @@ TEST(OutProjTest, HugeM) {
 // Runs `body` once per build (both sm_90 emulations) and SM120 tile.
 void ForEachBuildAndTile(const std::function<void(const RunOptions&)>& body) {
   for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
-    for (OutProjTile tile : {OutProjTile::kAuto, OutProjTile::k128x128}) {
+    for (OutProjTile tile :
+         {OutProjTile::kAuto, OutProjTile::k128x128, OutProjTile::k128x256Lockstep}) {
       RunOptions o;
       o.sm90_emulation = e;
       o.tile = tile;
@@ -375,7 +386,8 @@ TEST(OutProjTest, ErrorPaths) {
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
        "n must"},
       {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(7); }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "tile must be OutProjTile::kAuto, k128x256 or k128x128"},
+       absl::StatusCode::kInvalidArgument,
+       "tile must be OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep"},
       {"debug", [](OutProjArgs& a) { a.debug = static_cast<OutProjDebug>(2); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "debug must be OutProjDebug::kNone or kSkipEpilogue"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },

@@ -48,6 +48,29 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
+// try_wait.parity with a suspend-time hint: the thread sleeps until the phase completes or about
+// `ns` nanoseconds pass (PTX: suspendTimeHint), then returns whether it completed.
+__device__ __forceinline__ bool MbarTryWaitFor(uint64_t* bar, uint32_t parity, uint32_t ns) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(SmemAddr(bar)), "r"(parity), "r"(ns)
+      : "memory");
+  return done != 0;
+}
+// test_wait.parity: the same test without blocking (PTX: mbarrier.test_wait is non-blocking).
+__device__ __forceinline__ bool MbarTest(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(SmemAddr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 
 // ---- Bulk copies (PTX "cp.async.bulk", "cp.async.bulk.tensor"). ----
 // 2-D tiled tensor copy global -> shared, completion counted in bytes on the mbarrier. The

@@ -15,7 +15,7 @@
 //   quantizer warp: ClaimUnit -> quantize (generic st.global of act_q/act_sf) -> PublishUnit:
 //                   fence.proxy.async.global + membar.gl by every lane, __syncwarp, then one
 //                   red.release.gpu.add per chunk of the unit (lane c: chunk c);
-//   load warp:      WaitChunkReady before the first stage of each chunk of a tile:
+//   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
@@ -64,14 +64,14 @@ __device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_til
   if (c < chunk_end) ptx::RedReleaseGpuAdd(ready_flags + FlagWord(m_tile, c), 1u);
 }
 
-// One thread: returns once chunk `chunk` of m-tile `m_tile` has `groups` finished row groups; its
-// async-proxy reads (TMA) issued after this see them.
-__device__ __forceinline__ void WaitChunkReady(const uint32_t* ready_flags, int64_t m_tile,
-                                               int chunk, uint32_t groups) {
-  while (ptx::LdAcquireGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) __nanosleep(64);
+// One thread, polled (never blocks): true once chunk `chunk` of m-tile `m_tile` has `groups`
+// finished row groups; its async-proxy reads (TMA) issued after a true see them.
+__device__ __forceinline__ bool ChunkReady(const uint32_t* ready_flags, int64_t m_tile, int chunk,
+                                           uint32_t groups) {
+  if (ptx::LdAcquireGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) return false;
   ptx::FenceProxyAsyncGlobal();  // acquire, then the async-proxy reads
+  return true;
 }
-
 #endif  // defined(__CUDACC__)
 
 }  // namespace h3::kernels

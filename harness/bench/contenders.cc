@@ -152,15 +152,18 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
 absl::Status PrepareFused(BenchContext& c, const Inputs&) {
   return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
 }
-// The default tile (128 x 256) and the alternative (128 x 128), both timed: SM120 owners see which
-// is faster on their part (kernels/out_proj.h OutProjTile).
+// The default config (128 x 256, skewed groups) and the alternatives (128 x 128; 128 x 256 in
+// lockstep), all timed: SM120 owners see which is faster on their part (kernels/out_proj.h
+// OutProjTile).
 template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
   return RunFused(c, in, s, CheckMode::kAsync, kTile);
 }
 template <OutProjTile kTile>
 absl::Status CheckFused(BenchContext& c, const Inputs& in) {
-  const char* name = kTile == OutProjTile::k128x128 ? "fused_128x128" : "fused";
+  const char* name = kTile == OutProjTile::k128x128           ? "fused_128x128"
+                     : kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep"
+                                                              : "fused";
   return c.CheckOnce(name, in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
     H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile));
     H3_RETURN_IF_ERROR(CheckQuantized(in));
@@ -170,13 +173,17 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
 
 // Timing only: the fused op without its epilogue (kernels/out_proj.h OutProjDebug); fused minus
 // this is the exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
+template <OutProjTile kTile>
 absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const RotationSet& s) {
-  return RunFused(c, in, s, CheckMode::kAsync, OutProjTile::kAuto, OutProjDebug::kSkipEpilogue);
+  return RunFused(c, in, s, CheckMode::kAsync, kTile, OutProjDebug::kSkipEpilogue);
 }
+template <OutProjTile kTile>
 absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
-  return c.CheckOnce("fused_no_epi", in.m, "emulator: act bit-exact (out not written)", [&] {
-    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, OutProjTile::kAuto,
-                                OutProjDebug::kSkipEpilogue));
+  const char* name =
+      kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep_no_epi" : "fused_no_epi";
+  return c.CheckOnce(name, in.m, "emulator: act bit-exact (out not written)", [&] {
+    H3_RETURN_IF_ERROR(
+        RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, OutProjDebug::kSkipEpilogue));
     return CheckQuantized(in);
   });
 }
@@ -193,8 +200,13 @@ constexpr Contender kContenders[] = {
      EnqueueFused<OutProjTile::kAuto>},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>},
-    {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused, CheckFusedNoEpilogue,
-     EnqueueFusedNoEpilogue},
+    {"fused_lockstep", FusedFlops, FusedBytes, PrepareFused,
+     CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>},
+    {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::kAuto>, EnqueueFusedNoEpilogue<OutProjTile::kAuto>},
+    {"fused_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep>},
 };
 
 }  // namespace

@@ -9,9 +9,11 @@
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, default tile
-//   fused_128x128  the same with OutProjTile::k128x128 (the alternative config)
+//   fused_128x128  the same with OutProjTile::k128x128 (an alternative config)
+//   fused_lockstep the same with OutProjTile::k128x256Lockstep (the other alternative)
 //   fused_no_epilogue  timing only: `fused` without its epilogue (OutProjDebug::kSkipEpilogue;
 //                  out not written): fused minus this = the exposed epilogue
+//   fused_lockstep_no_epilogue  the same for fused_lockstep
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

@@ -48,9 +48,13 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       perf_model::Problem problem;
       problem.m = m;
       problem.k = BenchK();
-      perf_model::Design design =
-          name == "fused_128x128" ? perf_model::Current128Design() : perf_model::CurrentDesign();
-      if (name == "fused_no_epilogue") design.epilogue = perf_model::Epilogue::kNone;
+      perf_model::Design design = name == "fused_128x128" ? perf_model::Current128Design()
+                                  : name.rfind("fused_lockstep", 0) == 0
+                                      ? perf_model::CurrentLockstepDesign()
+                                      : perf_model::CurrentDesign();
+      if (name.find("no_epilogue") != std::string::npos) {
+        design.epilogue = perf_model::Epilogue::kNone;
+      }
       const perf_model::Prediction p = perf_model::Predict(*hw, design, problem);
       const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
       state.counters["model_TFLOPs"] = p.tflops * factor;

@@ -14,6 +14,8 @@ void ExpectMatches(const Design& d) {
   EXPECT_EQ(d.bn, Cfg::kBN);
   EXPECT_EQ(d.bk, Cfg::kBK);
   EXPECT_EQ(d.stages, Cfg::kStages);
+  EXPECT_EQ(d.a_stages > 0 ? d.a_stages : d.stages, Cfg::kAStages);
+  EXPECT_EQ(d.epilogue == Epilogue::kSkewedGroups, Cfg::kSkewed);
   EXPECT_EQ(d.warps_m, Cfg::kWarpsM);
   EXPECT_EQ(d.warps_n, Cfg::kWarpsN);
   EXPECT_EQ(d.load_warps, 1);
@@ -35,6 +37,9 @@ void ExpectMatches(const Design& d) {
 }
 
 TEST(CurrentDesign, MatchesSm120Config) { ExpectMatches<kernels::Sm120Config>(CurrentDesign()); }
+TEST(CurrentDesign, MatchesSm120ConfigLockstep) {
+  ExpectMatches<kernels::Sm120ConfigLockstep>(CurrentLockstepDesign());
+}
 TEST(CurrentDesign, MatchesSm120Config128) {
   ExpectMatches<kernels::Sm120Config128>(Current128Design());
 }

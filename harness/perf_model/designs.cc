@@ -62,19 +62,33 @@ Design Current128Design() {
   return d;
 }
 
-Design CurrentDesign() {
-  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes> (the default
-  // tile): 3 stages of BK = 128, 2 x 4 warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0
-  // spills), the first wave's rows quantized k-chunk by k-chunk (work_units.h: at most 8
-  // chunks, not one per stage). Epilogue as in Current128Design.
+Design CurrentLockstepDesign() {
+  // kernels/config.cuh Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
+  // (OutProjTile::k128x256Lockstep, the default until session 11): 3 stages of BK = 128, 2 x 4
+  // warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows
+  // quantized k-chunk by k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue
+  // as in Current128Design.
   Design d = Current128Design();
-  d.name = "current";
+  d.name = "current_lockstep";
   d.summary = "128x256x128 x3 stages, 8 warps of 64x64, setmaxnreg, k-chunk quant, L2 epilogue";
   d.bn = 256;
   d.stages = 3;
   d.setmaxnreg = true;
   d.regs_consumer = 224;
   d.regs_producer = 56;
+  return d;
+}
+
+Design CurrentDesign() {
+  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true> (the
+  // default): CurrentLockstepDesign() with skewed groups, the two warpgroups owning the tile's N
+  // halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A ring and a 3-stage B ring each;
+  // the trailer starts each tile 3 stages behind (out_proj_kernel.cuh SkewGate).
+  Design d = CurrentLockstepDesign();
+  d.name = "current";
+  d.summary = "128x256x128, N halves skewed on a 4-deep A ring, 3-deep B rings, L2 epilogue";
+  d.epilogue = Epilogue::kSkewedGroups;
+  d.a_stages = 4;
   return d;
 }
 
@@ -171,6 +185,13 @@ std::vector<Design> CandidateDesigns() {
     st.epilogue = Epilogue::kSmemStaged;
     st.name = "v2_128x256_k128_s3_staged";
     out.push_back(WithSummary(st, "overlapped: t tile (64 KiB) staged in smem"));
+    // Skewed groups (`current`: the N halves as two warpgroups of 2x2 warps, sharing a 4-deep
+    // A ring, 4 x 8 KiB + 3 scale slots of 2 KiB, each with a 3-deep B ring of 3 x 9 KiB: 93
+    // KiB) with the phase offsets too.
+    Design skp = CurrentDesign();
+    Phased(skp, 56);
+    skp.name = "v2_128x256_k128_s3_l2pre_skewed_phasedk";
+    out.push_back(WithSummary(skp, "skewed groups + phase offsets at k-block granularity"));
     Design pp = V2Base("v2_128x256_k128_s3_pingpong", 128, 256, 3, 2, 4);
     pp.consumer_groups = 2;
     pp.epilogue = Epilogue::kPingPong;
@@ -234,9 +255,10 @@ std::vector<Design> DesignLadder() {
   d.summary = "first wave's rows quantized k-block by k-block (flags per m-tile x k-block)";
   FirstWaveFirst(d);
   out.push_back(d);
-  d.name = "L6_phased8";
-  d.summary = "SMs in 8 phase groups 1/8 tile apart: epilogue bursts desynchronized";
-  Phased(d, 8);
+  d.name = "L6_skewed_groups";
+  d.summary = "N halves as 2 warpgroups skewed on a 4-deep A ring: epilogue under the MMAs";
+  d.epilogue = Epilogue::kSkewedGroups;
+  d.a_stages = 4;
   out.push_back(d);
   d.name = "L7_phased_kblock";
   d.summary = "phase offsets at k-block granularity (56 groups): no wave quantization left";
@@ -258,6 +280,7 @@ const Design* FindDesign(const std::string& name) {
   static const std::vector<Design>* const all = [] {
     auto* v = new std::vector<Design>();
     v->push_back(CurrentDesign());
+    v->push_back(CurrentLockstepDesign());
     v->push_back(Current128Design());
     v->push_back(V1Design());
     for (const Design& d : CandidateDesigns()) v->push_back(d);

@@ -46,6 +46,12 @@ Hardware Rtx5090() {
                      "incl. the 130 ns L2 latency; unmeasured",
                      true};
   h.ldsm_latency_clk = {33, "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper", true};
+  h.single_warp_mma = {1.0,
+                       "ASSUMED: one warp per sub-partition keeps the tensor pipe busy (a 64x64 "
+                       "warp tile has 32 independent m16n8k64 per k-step, 512 clk between "
+                       "dependent ones; CUTLASS's SM120 NVF4 ping-pong schedule relies on the "
+                       "same); unmeasured",
+                       true};
   h.quant_instr_per_block = {230, kSassQuant120};
   h.quant_warp_ipc = {0.5,
                       "ASSUMED: one quantizer warp per sub-partition beside two consumer warps, "

@@ -38,6 +38,10 @@ constexpr double kFragSetsLiveCrossStage = 2.0;
 
 int64_t CeilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool Skewed(const Design& d) { return d.epilogue == Epilogue::kSkewedGroups; }
+// Depth of the ring that holds the activation codes and scales.
+int AStages(const Design& d) { return d.a_stages > 0 ? d.a_stages : d.stages; }
+
 // Activation-scale bytes one stage occupies in shared memory, and the scale bytes the TMA moves
 // per stage (redundant loads move more than they use).
 double SfaStageBytesLoaded(const Design& d) {
@@ -49,13 +53,13 @@ double SfaSmemBytes(const Design& d) {
   switch (d.sfa_load) {
     case SfaLoad::kTmaBox:
     case SfaLoad::kBulkRepacked:
-      return d.stages * d.bm * (d.bk / 16.0);
+      return AStages(d) * d.bm * (d.bk / 16.0);
     case SfaLoad::kRedundant16B:
-      return d.stages * d.bm * 16.0;
+      return AStages(d) * d.bm * 16.0;
     case SfaLoad::kTmaBoxPairStages:
       // floor(S/2)+1 slots of two k-blocks each: stage s+S (pair (s+S)/2) is issued when stage s
       // is released, but pair slot (s+S)/2 - slots is free only after its odd stage.
-      return (d.stages / 2 + 1) * d.bm * 16.0;
+      return (AStages(d) / 2 + 1) * d.bm * 16.0;
   }
   return 0;
 }
@@ -74,7 +78,7 @@ bool EpilogueConcurrent(const Design& d) {
   return d.epilogue == Epilogue::kPingPong || d.epilogue == Epilogue::kSmemStaged;
 }
 bool EpilogueDesynchronized(const Design& d) {
-  return EpilogueConcurrent(d) || (d.schedule == Schedule::kPhased && d.phases > 1);
+  return EpilogueConcurrent(d) || Skewed(d) || (d.schedule == Schedule::kPhased && d.phases > 1);
 }
 
 Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem& p) {
@@ -116,10 +120,11 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
 
   // Shared memory.
   f.stage_bytes = static_cast<int64_t>(StageBytes(d));
-  double smem =
-      d.stages * (d.bm * d.bk / 2.0 + d.bn * d.bk / 2.0 + SfbStageBytes(d)) + SfaSmemBytes(d);
-  smem += 2.0 * d.stages * 8;  // full/empty mbarriers
-  if (d.sfa_load == SfaLoad::kTmaBoxPairStages) smem += 2.0 * (d.stages / 2 + 1) * 8;
+  double smem = AStages(d) * d.bm * d.bk / 2.0 + d.stages * (d.bn * d.bk / 2.0 + SfbStageBytes(d)) +
+                SfaSmemBytes(d);
+  // full/empty mbarriers: one ring, or the A ring and one B ring per group.
+  smem += 2.0 * 8 * (Skewed(d) ? AStages(d) + 2 * d.stages : d.stages);
+  if (d.sfa_load == SfaLoad::kTmaBoxPairStages) smem += 2.0 * (AStages(d) / 2 + 1) * 8;
   const bool stages_gate =
       d.gate_in_smem && (d.epilogue == Epilogue::kSerialL2Prefetch ||
                          d.epilogue == Epilogue::kPingPong || d.epilogue == Epilogue::kSmemStaged);
@@ -183,6 +188,10 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
   if (d.epilogue == Epilogue::kPingPong && d.consumer_groups != 2) {
     fail("ping-pong needs two consumer groups");
   }
+  if (Skewed(d) && (d.consumer_groups != 1 || d.warps_n % 2 != 0 || d.bn % 256 != 0)) {
+    fail("skewed groups split one tile's N into halves of whole 128-row weight-scale groups");
+  }
+  if (d.a_stages > 0 && d.a_stages < d.stages) fail("the A ring is at least as deep as B's");
   return f;
 }
 
@@ -475,6 +484,36 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       epi_exposed = consumer + std::max(0.0, producer - r.tile_main);
       break;
     }
+    case Epilogue::kSkewedGroups: {
+      // One group's epilogue: half the pairs, half the warps (one per sub-partition), beside
+      // the other group's MMAs. Across SMs the tiles stay in lockstep: every SM's leading group
+      // bursts at once (half a tile each).
+      const double batches = std::ceil(words_per_thread / 32.0);
+      const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
+      const double alu_h =
+          pairs / 2 * d.epilogue_instr_per_pair / 32 / std::min(kSubPartitions, wpg / 2.0) / clk;
+      epi = std::max({lat + alu_h + lsu / 2, burst((res_b + out_b) / 2, 0), alu_h});
+      // The leader runs ahead on A stages the trailer has not released: at most the A ring
+      // less the trailer's stage. At that lead the newest stage was issued one shared period
+      // ago (when the trailer released its slot), so a TMA round trip longer than a period
+      // holds the leader back by the difference; in the shared phase that costs nothing (the
+      // trailer keeps the pipes busy) but it lowers the lead the steady state settles at.
+      // The lead persists: each group runs alone exactly while the other is in its epilogue.
+      const double a_stage_bytes = d.bm * d.bk / 2.0 + SfaStageBytesLoaded(d);
+      const double fill = hw.tma_latency_s.value + a_stage_bytes / port;
+      r.skew_lead_stages = std::max(0.0, AStages(d) - 1 - std::max(0.0, fill / s.period - 1));
+      // Alone, a group has the tensor pipes to itself: half the stage's OMMAs, one MMA warp per
+      // sub-partition at hw.single_warp_mma of the full rate (the stage-boundary stall applies).
+      const double eta = hw.single_warp_mma.value;
+      const double w_alone = s.tensor / 2 / eta + (hw.ldsm_latency_clk.value + kMbarrierClk) / clk;
+      r.skew_lead_time = r.skew_lead_stages * w_alone;
+      // Per tile the tensor pipes idle only while both groups are in their epilogues (the
+      // trailer covers the leader's with its lag, the leader the trailer's with its lead), and
+      // run at eta during the two alone phases: exposed = idle + alone time x (1 - eta).
+      epi_exposed =
+          std::max(0.0, epi - r.skew_lead_time) + 2 * (1 - eta) * std::min(epi, r.skew_lead_time);
+      break;
+    }
     case Epilogue::kStoreOnly:
       epi = std::max({hw.l2_latency_s.value + alu / epi_w_per_smsp, burst(out_b, 0), alu});
       epi_exposed = epi;
@@ -484,6 +523,17 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   }
   r.epilogue_tile = epi;
   r.epilogue_exposed_tile = epi_exposed;
+  if (d.epilogue_time_scale != 1.0) {  // what-if (model.h): scale, then hide as before
+    epi *= d.epilogue_time_scale;
+    const double eta = hw.single_warp_mma.value;
+    epi_exposed = Skewed(d) ? std::max(0.0, epi - r.skew_lead_time) +
+                                  2 * (1 - eta) * std::min(epi, r.skew_lead_time)
+                  : d.epilogue == Epilogue::kPingPong   ? std::max(0.0, epi - r.tile_main)
+                  : d.epilogue == Epilogue::kSmemStaged ? epi_exposed * d.epilogue_time_scale
+                                                        : epi;
+    r.epilogue_tile = epi;
+    r.epilogue_exposed_tile = epi_exposed;
+  }
 
   // ---- Start-up: quantized rows for the first MMAs, then the first stage's TMA. ----
   r.startup_fill = hw.tma_latency_s.value + stage_bytes / port;
@@ -556,7 +606,8 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   r.t_smem = stages_per_sm * s.smem;
   r.t_latency = stages_per_sm * s.latency;
   r.t_epilogue = epilogues_per_sm * epi_exposed;
-  if (EpilogueConcurrent(d)) r.t_epilogue += epi - epi_exposed;  // the last tile's, unhidden
+  // The last tile's (ping-pong, staged) or the trailing group's last (skewed): unhidden.
+  if (EpilogueConcurrent(d) || Skewed(d)) r.t_epilogue += epi - epi_exposed;
   // Quantizer keep-up over the whole run: it must finish all rows before the GEMM needs them.
   if (!d.gemm_only && r.quant_bytes_per_s > 0) {
     const double all = M * K * 2 / r.quant_bytes_per_s;

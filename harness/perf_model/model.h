@@ -39,6 +39,7 @@ struct Hardware {
   Cited l2_size_bytes;
   Cited tma_latency_s;          // issue -> complete_tx of one stage's TMA loads, unloaded
   Cited ldsm_latency_clk;       // ldmatrix / LDS load-to-use
+  Cited single_warp_mma;        // tensor rate one MMA warp per sub-partition sustains / full
   Cited quant_instr_per_block;  // SASS instructions per 16-element quantization block
   Cited quant_warp_ipc;         // issue rate one quantizer warp sustains beside the consumers
   Cited gemm_anchor_tflops;     // measured cuBLASLt NVFP4 GEMM alone (calibration anchor)
@@ -72,6 +73,10 @@ enum class Epilogue {
                       // main loop (each group holds a whole tile's accumulators)
   kSmemStaged,        // consumers write t = bf16(gate * o) to smem; the producer warps (idle
                       // once quantization is done) add the residual and store out
+  kSkewedGroups,      // the CTA tile's two N halves are two consumer warpgroups that share the
+                      // activation (A) ring, each with its own weight (B) ring, run a few
+                      // stages apart: one half's epilogue under the other half's MMAs (the lead
+                      // is bounded by the A ring; no extra accumulators, no staging tile)
   kStoreOnly,         // GEMM-only reference (cuBLASLt-like): D (bf16) written, nothing read
   kNone,              // nothing (tests: the MMA-bound limit)
 };
@@ -104,6 +109,9 @@ struct Design {
   std::string name;
   std::string summary;
   int bm = 128, bn = 128, bk = 256, stages = 2;
+  // kSkewedGroups: depth of the shared A ring (codes + its scale slots); `stages` is then the
+  // depth of each group's B ring. 0 = one ring of `stages` for everything.
+  int a_stages = 0;
   int warps_m = 2, warps_n = 4;  // consumer warp grid of one consumer group (covers bm x bn)
   int consumer_groups = 1;       // 2: ping-pong (two groups, each its own bm x bn tile)
   int load_warps = 1, quant_warps = 3;
@@ -137,6 +145,9 @@ struct Design {
   // touches 8 rows (8 L1 wavefronts) either way, so 16-byte accesses need a quarter of them.
   int epilogue_access_bytes = 4;
   bool gemm_only = false;  // cuBLASLt-like GEMM: no quantizer, no residual / gate
+  // What-if: an epilogue's own duration x this, before any overlap hides part of it (the cap
+  // table's "epi xR" column: R = the H200's measured / modelled epilogue).
+  double epilogue_time_scale = 1.0;
 
   int WarpTileM() const { return bm / warps_m; }
   int WarpTileN() const { return bn / warps_n; }
@@ -153,6 +164,9 @@ struct Design {
 // kernels' targets are not visible to this package): a static_assert against Sm120Config
 // belongs in a target that can see both.
 Design CurrentDesign();
+// The same tile with both consumer warpgroups in step (kernels/config.cuh Sm120ConfigLockstep):
+// the default before the skew, and what the H200 epilogue measurements of session 10 timed.
+Design CurrentLockstepDesign();
 // The alternative tile of today's kernel (kernels/config.cuh Sm120Config128).
 Design Current128Design();
 // The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
@@ -235,6 +249,8 @@ struct Prediction {
   double tile_main = 0;      // k_blocks x stage period
   double epilogue_tile = 0;  // an epilogue's own duration (overlapped or not)
   double epilogue_exposed_tile = 0;
+  // kSkewedGroups: A stages the leading group can run ahead, and the time that buys.
+  double skew_lead_stages = 0, skew_lead_time = 0;
   // Quantizer.
   double quant_bytes_per_s = 0;   // attn_out read rate the quantizer warps sustain (aggregate)
   double startup_quant = 0;       // first MMA waits for quantized rows

@@ -259,8 +259,8 @@ TEST(ModelTest, HardwareLookupAndSources) {
          {&hw.sms, &hw.boost_clock_ghz, &hw.mma_tflops, &hw.mma_flop_per_clk_per_sm,
           &hw.l2_bytes_per_s, &hw.l2_latency_s, &hw.l2_port_bytes_per_clk, &hw.dram_bytes_per_s,
           &hw.dram_latency_s, &hw.smem_bytes_per_clk, &hw.smem_per_block, &hw.regs_per_sm,
-          &hw.l2_size_bytes, &hw.tma_latency_s, &hw.ldsm_latency_clk, &hw.quant_instr_per_block,
-          &hw.quant_warp_ipc, &hw.gemm_anchor_tflops}) {
+          &hw.l2_size_bytes, &hw.tma_latency_s, &hw.ldsm_latency_clk, &hw.single_warp_mma,
+          &hw.quant_instr_per_block, &hw.quant_warp_ipc, &hw.gemm_anchor_tflops}) {
       EXPECT_FALSE(c->source.empty()) << hw.name;
     }
   }
