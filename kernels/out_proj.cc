@@ -167,9 +167,9 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
     return bad("tile", "OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep (0 to 3)", tile);
   }
   const int debug = static_cast<int>(a.debug);
-  if (debug != static_cast<int>(OutProjDebug::kNone) &&
-      debug != static_cast<int>(OutProjDebug::kSkipEpilogue)) {
-    return bad("debug", "OutProjDebug::kNone or kSkipEpilogue (0 or 1)", debug);
+  if (debug < static_cast<int>(OutProjDebug::kNone) ||
+      debug > static_cast<int>(OutProjDebug::kOneGroupMma)) {
+    return bad("debug", "OutProjDebug::kNone, kSkipEpilogue or kOneGroupMma (0, 1 or 2)", debug);
   }
   const int emu = static_cast<int>(a.sm90_emulation);
   if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&
@@ -310,7 +310,8 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
   l.act_q = args.act_q;
   l.act_sf = args.act_sf;
   l.resident_ctas = *resident_ctas;
-  l.skip_epilogue = args.debug == OutProjDebug::kSkipEpilogue;
+  l.skip_epilogue = args.debug != OutProjDebug::kNone;
+  l.one_group_mma = args.debug == OutProjDebug::kOneGroupMma;
 
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
   // stream-ordered allocation: no synchronization, so the call stays graph-capturable.

@@ -52,7 +52,12 @@ enum class OutProjTile { kAuto, k128x256, k128x128, k128x256Lockstep };
 // accumulators instead), so `out` is NOT written; act_q / act_sf are. The bench times it as
 // `fused_no_epilogue`: (normal - this) is the exposed epilogue, the performance model's least
 // certain term, measured on hardware the model cannot check. Never use it for results.
-enum class OutProjDebug { kNone, kSkipEpilogue };
+// kOneGroupMma: as kSkipEpilogue, and the second consumer warpgroup also skips its MMAs (it keeps
+// the rings' pace), so the first one's MMAs run alone, one warp per sub-partition: the bench's
+// `fused_one_group`. fused_no_epilogue's time over twice this one's is the rate one MMA warp per
+// sub-partition sustains, the one assumption the skewed default rests on (perf_model's
+// single_warp_mma).
+enum class OutProjDebug { kNone, kSkipEpilogue, kOneGroupMma };
 
 struct OutProjArgs {
   int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;

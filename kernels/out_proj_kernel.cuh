@@ -44,6 +44,7 @@ struct KernelParams {
   uint32_t* ready_flags;   // ready_flags.h
   bool prefetch_residual;  // residual 16-byte aligned: the load warp prefetches it to L2
   bool skip_epilogue;      // timing only (out_proj.h OutProjDebug): FoldTile instead of StoreTile
+  bool one_group_mma;      // timing only (OutProjDebug::kOneGroupMma): warpgroup 1 skips MMAs
   bool vec16_epilogue;     // gate, residual and out 16-byte aligned: StoreTileVec16
 };
 
@@ -382,6 +383,8 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, const Rings<
   const int warp_m = local / kGroupWarpsN;
   const int warp_n = group * kGroupWarpsN + local % kGroupWarpsN;
   const bool publisher = Cfg::kSkewed && cw == 0 && (threadIdx.x & 31) == 0;
+  // Timing only (OutProjDebug::kOneGroupMma): the second warpgroup keeps pace without MMAs.
+  const bool mma_on = !(p.one_group_mma && cw >= Cfg::kConsumerWarps / 2);
   TileScheduler<Cfg> sched(p.m, p.n);
   const int ksteps = p.k / Cfg::kBK;
   RingPos<Cfg::kAStages> ra;
@@ -411,8 +414,8 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, const Rings<
 #endif
     } else {
       const bool has_b = !Cfg::kSkewed || nt * Cfg::kBN + group * Cfg::kGroupBN < p.n;
-      ConsumeTileStages<Cfg>(rings, ra, rb, sfa, ksteps, group, warp_m, warp_n, has_b, col0 < p.n,
-                             publisher ? rings.Gate(t & 1) : nullptr, acc);
+      ConsumeTileStages<Cfg>(rings, ra, rb, sfa, ksteps, group, warp_m, warp_n, has_b,
+                             mma_on && col0 < p.n, publisher ? rings.Gate(t & 1) : nullptr, acc);
     }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;

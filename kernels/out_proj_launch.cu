@@ -140,6 +140,7 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   p.act_sf = l.act_sf;
   p.ready_flags = l.ready_flags;
   p.skip_epilogue = l.skip_epilogue;
+  p.one_group_mma = l.one_group_mma;
   // Bulk prefetches need 16-byte aligned rows: the base (the API only asks 4 bytes) and the row
   // pitch (n % 8 == 0 always: n is a multiple of 128). The B tensor map has n rows: the missing
   // rows of a half tile at the end of N read as zeros (and their warps compute nothing).

@@ -28,6 +28,7 @@ struct OutProjLaunch {
   uint32_t* ready_flags = nullptr;  // kReadyFlagWords zeroed words (ready_flags.h), left zeroed
   int resident_ctas = 0;            // from ConfigureOutProj in the current context (grid cap)
   bool skip_epilogue = false;       // timing only (out_proj.h OutProjDebug): out not written
+  bool one_group_mma = false;       // timing only: the second consumer warpgroup's MMAs off too
 };
 
 // kSm120Native: Sm120Config on sm_120f (every SM12x part). kSm90Faithful: the same Sm120Config

@@ -274,7 +274,7 @@ void ForEachBuildAndTile(const std::function<void(const RunOptions&)>& body) {
   }
 }
 
-// The timing-only mode: act_q / act_sf as the normal run's, out not written, with every build.
+// The timing-only modes: act_q / act_sf as the normal run's, out not written, with every build.
 TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
   H3_SKIP_WITHOUT_GPU();
   absl::StatusOr<Problem> p = MakeProblem(300, 640, 1024, 9, DataKind::kGaussian, 12);
@@ -287,12 +287,15 @@ TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
     const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
     ASSERT_TRUE(testbed::Poison(*d).ok());
     const std::vector<uint16_t> poisoned = Host(d->out);
-    OutProjArgs a = testbed::ArgsFor(*d, o);
-    a.debug = OutProjDebug::kSkipEpilogue;
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-    EXPECT_EQ(Host(d->act_q), q);
-    EXPECT_EQ(Host(d->act_sf), sf);
-    EXPECT_EQ(Host(d->out), poisoned) << "out written in the timing-only mode";
+    for (OutProjDebug debug : {OutProjDebug::kSkipEpilogue, OutProjDebug::kOneGroupMma}) {
+      OutProjArgs a = testbed::ArgsFor(*d, o);
+      a.debug = debug;
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
+      EXPECT_EQ(Host(d->act_q), q) << "debug " << static_cast<int>(debug);
+      EXPECT_EQ(Host(d->act_sf), sf) << "debug " << static_cast<int>(debug);
+      EXPECT_EQ(Host(d->out), poisoned)
+          << "out written in timing-only mode " << static_cast<int>(debug);
+    }
   });
 }
 
@@ -388,8 +391,9 @@ TEST(OutProjTest, ErrorPaths) {
       {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(7); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument,
        "tile must be OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep"},
-      {"debug", [](OutProjArgs& a) { a.debug = static_cast<OutProjDebug>(2); }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "debug must be OutProjDebug::kNone or kSkipEpilogue"},
+      {"debug", [](OutProjArgs& a) { a.debug = static_cast<OutProjDebug>(3); }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument,
+       "debug must be OutProjDebug::kNone, kSkipEpilogue or kOneGroupMma"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
       {"k", [](OutProjArgs& a) { a.k = 320; }, CheckMode::kAsync,

@@ -173,17 +173,18 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
 
 // Timing only: the fused op without its epilogue (kernels/out_proj.h OutProjDebug); fused minus
 // this is the exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
-template <OutProjTile kTile>
+// fused_one_group: also without the second warpgroup's MMAs (OutProjDebug::kOneGroupMma).
+template <OutProjTile kTile, OutProjDebug kDebug>
 absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const RotationSet& s) {
-  return RunFused(c, in, s, CheckMode::kAsync, kTile, OutProjDebug::kSkipEpilogue);
+  return RunFused(c, in, s, CheckMode::kAsync, kTile, kDebug);
 }
-template <OutProjTile kTile>
+template <OutProjTile kTile, OutProjDebug kDebug>
 absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
-  const char* name =
-      kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep_no_epi" : "fused_no_epi";
+  const char* name = kDebug == OutProjDebug::kOneGroupMma     ? "fused_one_group"
+                     : kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep_no_epi"
+                                                              : "fused_no_epi";
   return c.CheckOnce(name, in.m, "emulator: act bit-exact (out not written)", [&] {
-    H3_RETURN_IF_ERROR(
-        RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, OutProjDebug::kSkipEpilogue));
+    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, kDebug));
     return CheckQuantized(in);
   });
 }
@@ -203,10 +204,14 @@ constexpr Contender kContenders[] = {
     {"fused_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>},
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::kAuto>, EnqueueFusedNoEpilogue<OutProjTile::kAuto>},
+     CheckFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kSkipEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kSkipEpilogue>},
     {"fused_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep>},
+     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, OutProjDebug::kSkipEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, OutProjDebug::kSkipEpilogue>},
+    {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kOneGroupMma>},
 };
 
 }  // namespace

@@ -14,6 +14,10 @@
 //   fused_no_epilogue  timing only: `fused` without its epilogue (OutProjDebug::kSkipEpilogue;
 //                  out not written): fused minus this = the exposed epilogue
 //   fused_lockstep_no_epilogue  the same for fused_lockstep
+//   fused_one_group  timing only: fused_no_epilogue with the second consumer warpgroup's MMAs off
+//                  too (OutProjDebug::kOneGroupMma); its `one_warp_mma` counter = the time of
+//                  fused_no_epilogue / (2 x this): the tensor rate one MMA warp per
+//                  sub-partition sustains, the skewed default's one assumption
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

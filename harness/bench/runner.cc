@@ -19,11 +19,11 @@ void Skip(benchmark::State& state, const absl::Status& why) {
 void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c, int64_t m,
                  int rotation, bool check_ok, double ms) {
   const std::string name = c.name;
-  const bool fused_op = name == "fused" || name == "fused_128x128" || name == "fused_no_epilogue";
+  const bool fused_op = name.rfind("fused", 0) == 0;
   const DeviceInfo& d = ctx.device();
   for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
                         "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy",
-                        "model_ms", "model_TFLOPs"}) {
+                        "model_ms", "model_TFLOPs", "one_warp_mma"}) {
     state.counters[k] = 0;
   }
   state.counters["rotation"] = rotation;
@@ -41,8 +41,9 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   }
   // On an SM12x device: the performance model's prediction of this fused time (the current
   // design on this GPU's SM count, calibrated to the cuBLASLt anchor), so the first SM120 run
-  // shows where the model is wrong. 0 elsewhere: the model has no Hopper MMA.
-  if (fused_op && d.prop.major == 12) {
+  // shows where the model is wrong. 0 elsewhere: the model has no Hopper MMA. fused_one_group
+  // gets none: it measures one of the model's inputs instead (one_warp_mma below).
+  if (fused_op && d.prop.major == 12 && name != "fused_one_group") {
     if (const perf_model::Hardware* hw =
             perf_model::Sm120HardwareForSmCount(d.prop.multiProcessorCount)) {
       perf_model::Problem problem;
@@ -59,6 +60,14 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
       state.counters["model_TFLOPs"] = p.tflops * factor;
       state.counters["model_ms"] = p.t_total / factor * 1e3;
+    }
+  }
+  // The rate one MMA warp per sub-partition sustains, as a fraction of two warps' (the perf
+  // model's single_warp_mma): fused_no_epilogue runs both warpgroups' MMAs, fused_one_group
+  // half of them with one warpgroup; the rest of both runs (quantizer, loads) is the same.
+  if (name == "fused_one_group") {
+    if (const double* t2 = ctx.FindTime("fused_no_epilogue", m)) {
+      state.counters["one_warp_mma"] = *t2 / (2 * ms);
     }
   }
   const double gbps = c.bytes(m) / s / 1e9;
