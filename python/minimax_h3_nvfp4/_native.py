@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 1
+CAPI_VERSION = 2
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -49,7 +49,7 @@ class H3OutProjArgs(ctypes.Structure):
         ("sm90_emulation", ctypes.c_int32),
         ("cpu_gemm", ctypes.c_int32),
         ("device", ctypes.c_int32),
-        ("reserved1", ctypes.c_int32),
+        ("tile", ctypes.c_int32),
     ]
 
 

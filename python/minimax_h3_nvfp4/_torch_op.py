@@ -31,7 +31,7 @@ def _arr(t):
 
 def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_global_scale_value,
           act_global_scale, gate, gate_index, residual, out, act_q, act_sf, sm90_emulation,
-          cpu_gemm):
+          cpu_gemm, tile):
     lib = _native.lib()
     a = _native.new_args(
         _arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
@@ -40,6 +40,7 @@ def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_glo
     a.o_weight_global_scale_value = o_weight_global_scale_value
     a.sm90_emulation = sm90_emulation
     a.cpu_gemm = cpu_gemm
+    a.tile = tile
     device = attn_out.device
     if device.type == "cuda":
         m = attn_out.shape[0] if attn_out.dim() >= 1 else 0
@@ -69,15 +70,15 @@ def _register():
                      gate: torch.Tensor, gate_index: torch.Tensor,
                      residual: Optional[torch.Tensor], out: torch.Tensor,
                      act_q: Optional[torch.Tensor], act_sf: Optional[torch.Tensor],
-                     sm90_emulation: int, cpu_gemm: int) -> None:
+                     sm90_emulation: int, cpu_gemm: int, tile: int) -> None:
             _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                   o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
-                  act_q, act_sf, sm90_emulation, cpu_gemm)
+                  act_q, act_sf, sm90_emulation, cpu_gemm, tile)
 
         @out_proj.register_fake
         def _(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
               o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
-              act_q, act_sf, sm90_emulation, cpu_gemm):
+              act_q, act_sf, sm90_emulation, cpu_gemm, tile):
             return None
 
         return out_proj

@@ -4,13 +4,19 @@
         minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
 Same names, argument order, keyword-only part, defaults and return values as
-`flashinfer.diffusion_ops`; the contract, to the bit, is docs/contract.md. Two keyword-only
+`flashinfer.diffusion_ops`; the contract, to the bit, is docs/contract.md. Three keyword-only
 extras follow FlashInfer's own (so its signature is a prefix of this one):
 
     sm90_emulation="faithful" | "fast"   which exact emulation of the SM120 block-scaled MMA runs
                                          on an sm_90 GPU (README "On Hopper"); ignored elsewhere
     cpu_gemm="fast" | "exact"            the emulator's GEMM: Eigen f32 (within the contract's
                                          bound) or the exact accumulator rounded once
+    tile="auto" | "128x256" | "128x128" | "128x256_lockstep"
+                                         the SM120 kernel's config (kernels/out_proj.h
+                                         OutProjTile; "auto" = "128x256", skewed consumer
+                                         groups); all compute the same bits, they differ in
+                                         speed only: the bench times each (README); ignored by
+                                         the emulator and the fast sm_90 build
 
 The backend follows the tensors: CUDA torch tensors run the GPU kernel on
 torch.cuda.current_stream() (SM12x native, sm_90 validation build); CPU torch tensors and NumPy
@@ -43,6 +49,7 @@ _OP = "minimax_h3_nvfp4_out_proj"
 _QUANTIZER = "quantize_minimax_h3_o_weight_nvfp4"
 _SM90_EMULATION = {"faithful": 0, "fast": 1}
 _CPU_GEMM = {"fast": 0, "exact": 1}
+_TILE = {"auto": 0, "128x256": 1, "128x128": 2, "128x256_lockstep": 3}
 
 
 def _msg(fn, arg, expected, got):
@@ -143,8 +150,8 @@ def _np_scalar(name, v):
 
 
 def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
-                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm):
-    del sm90  # GPU only
+                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
+    del sm90, tile  # GPU only
     _np_check("attn_out", attn_out, "bf16")
     _np_check("o_weight_q", o_weight_q, "u8")
     _np_check("o_weight_sf", o_weight_sf, "sf")
@@ -202,7 +209,7 @@ def _t_check(name, t, kind, device, shape_hint=""):
 
 
 def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
-                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm):
+                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
     device = attn_out.device
     if device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))
@@ -242,7 +249,7 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
         act_sf = _torch.empty((m, k // 16), dtype=_torch.uint8, device=device)
     _torch_op.out_proj(attn_out, o_weight_q, o_weight_sf, w_gs, w_gs_value, act_global_scale,
                        gate, gate_index, None if in_place else residual, out, act_q, act_sf,
-                       sm90, gemm)
+                       sm90, gemm, tile)
     return out
 
 
@@ -251,7 +258,7 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
 def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                               act_global_scale, gate, gate_index, residual, *, out=None,
                               act_q=None, act_sf=None, sm90_emulation="faithful",
-                              cpu_gemm="fast"):
+                              cpu_gemm="fast", tile="auto"):
     """out = bf16(residual + bf16(gate[gate_index] * (act_nvfp4 @ w_nvfp4^T) / (act_gs * w_gs)))
 
     Args (M tokens, N = 5376, K = 7168, G = 9 for MiniMax-H3; docs/contract.md section 1):
@@ -266,21 +273,23 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
       out: optional bf16 [M, N], written and returned; may be `residual` itself (in place).
       act_q, act_sf: optional uint8 [M, K/2] and [M, K/16] (linear) workspaces the op fills with
         the activation codes and scales.
-      sm90_emulation, cpu_gemm: keyword-only extras beyond FlashInfer's (module docstring).
+      sm90_emulation, cpu_gemm, tile: keyword-only extras beyond FlashInfer's (module
+        docstring).
     Returns:
       out, bf16 [M, N] (a torch tensor on attn_out's device, or a NumPy array of attn_out's
       dtype).
     """
     sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
     gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
+    tile_code = _mode("tile", tile, _TILE)
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
         return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                                act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
-                               sm90, gemm)
+                               sm90, gemm, tile_code)
     if isinstance(attn_out, np.ndarray):
         return _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                                act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
-                               sm90, gemm)
+                               sm90, gemm, tile_code)
     raise TypeError(_msg(_OP, "attn_out", "a torch.Tensor or a numpy.ndarray", _kind_of(attn_out)))
 
 

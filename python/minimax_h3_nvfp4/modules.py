@@ -28,7 +28,7 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
     """
 
     def __init__(self, weight, act_global_scale=None, *, calibration_sample=None,
-                 sm90_emulation="faithful", cpu_gemm="fast"):
+                 sm90_emulation="faithful", cpu_gemm="fast", tile="auto"):
         super().__init__()
         if not isinstance(weight, torch.Tensor):
             raise TypeError("MiniMaxH3NVFP4OutProj: weight must be a torch.Tensor [N, K], got %s"
@@ -37,6 +37,7 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
         self.out_features, self.in_features = (int(d) for d in weight.shape)
         self.sm90_emulation = sm90_emulation
         self.cpu_gemm = cpu_gemm
+        self.tile = tile
         self.register_buffer("o_weight_q", q)
         self.register_buffer("o_weight_sf", sf)
         self.register_buffer("o_weight_global_scale", gs)
@@ -84,7 +85,8 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
         y = minimax_h3_nvfp4_out_proj(
             attn_out.reshape(-1, k), self.o_weight_q, self.o_weight_sf,
             self.o_weight_global_scale, self.act_global_scale, gate, gate_index.reshape(-1),
-            res, out=dst, sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm)
+            res, out=dst, sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm,
+            tile=self.tile)
         return y.reshape(*lead, n) if out is None else out
 
     def extra_repr(self):

@@ -286,6 +286,11 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "sm90_emulation",
                    "0 (faithful) or 1 (fast)", absl::StrCat(a->sm90_emulation));
   }
+  if (a->tile < 0 || a->tile > 3) {
+    return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "tile",
+                   "0 (auto), 1 (128x256), 2 (128x128) or 3 (128x256 lockstep)",
+                   absl::StrCat(a->tile));
+  }
   if (a->o_weight_global_scale.data == nullptr) {
     // A host value: checked here (the kernel checks device values only in kChecked mode).
     const float v = a->o_weight_global_scale_value;
@@ -314,6 +319,12 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
   p.ready_flags = a->ready_flags.data;
   p.sm90_emulation =
       a->sm90_emulation == 1 ? h3::Sm90Emulation::kFast : h3::Sm90Emulation::kFaithful;
+  static_assert(static_cast<int>(h3::OutProjTile::kAuto) == 0 &&
+                    static_cast<int>(h3::OutProjTile::k128x256) == 1 &&
+                    static_cast<int>(h3::OutProjTile::k128x128) == 2 &&
+                    static_cast<int>(h3::OutProjTile::k128x256Lockstep) == 3,
+                "capi.h documents these codes");
+  p.tile = static_cast<h3::OutProjTile>(a->tile);
   if (d.m == 0) return h3::MinimaxH3Nvfp4OutProj(p, static_cast<cudaStream_t>(stream));
   DeviceScope scope;
   if (absl::Status s = scope.Enter(a->device); !s.ok()) return s;

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 1
+#define H3_CAPI_VERSION 2
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -67,7 +67,8 @@ typedef struct H3OutProjArgs {
   int32_t sm90_emulation;   /* GPU, sm_90 only: 0 faithful, 1 fast */
   int32_t cpu_gemm;         /* CPU: 0 fast f32 (Eigen), 1 exact accumulator */
   int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
-  int32_t reserved1;
+  int32_t tile;   /* GPU: the SM120 kernel's config (kernels/out_proj.h OutProjTile): 0 auto (=
+                     1), 1 128x256 skewed groups, 2 128x128, 3 128x256 lockstep */
 } H3OutProjArgs;
 
 int32_t h3_capi_version(void);

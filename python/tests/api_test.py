@@ -100,7 +100,8 @@ class SignatureTest(unittest.TestCase):
         self.assertEqual(got[:len(seed)], seed)
         self.assertEqual(got[len(seed):],
                          [("sm90_emulation", inspect.Parameter.KEYWORD_ONLY, "faithful"),
-                          ("cpu_gemm", inspect.Parameter.KEYWORD_ONLY, "fast")])
+                          ("cpu_gemm", inspect.Parameter.KEYWORD_ONLY, "fast"),
+                          ("tile", inspect.Parameter.KEYWORD_ONLY, "auto")])
 
     def test_quantizer(self):
         params = list(inspect.signature(quantize_minimax_h3_o_weight_nvfp4).parameters.values())
@@ -338,6 +339,8 @@ class ErrorTest(unittest.TestCase):
                   out=np.zeros((37, 128), np.float32))
         self.call(TypeError, r"sm90_emulation must be 'faithful' or 'fast', got int",
                   sm90_emulation=1)
+        self.call(TypeError, r"tile must be 'auto' or '128x256' or '128x128' or "
+                  r"'128x256_lockstep', got int", tile=2)
 
     def test_value_errors_shapes(self):
         c = self.c
@@ -372,6 +375,8 @@ class ErrorTest(unittest.TestCase):
         self.call(ValueError, r"sm90_emulation must be 'faithful' or 'fast', got 'bogus'",
                   sm90_emulation="bogus")
         self.call(ValueError, r"cpu_gemm must be 'fast' or 'exact', got 'slow'", cpu_gemm="slow")
+        self.call(ValueError, r"tile must be 'auto' or '128x256' or '128x128' or "
+                  r"'128x256_lockstep', got '256x128'", tile="256x128")
 
     def test_value_errors_layout(self):
         c = self.c
