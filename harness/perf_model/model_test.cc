@@ -300,6 +300,37 @@ TEST(ModelTest, NoEpilogueVariantOfCurrent) {
   EXPECT_LT(b.t_total, a.t_total);
 }
 
+// ---- Skewed groups (Epilogue::kSkewedGroups): the terms NOTES.md quotes. ----
+
+TEST(ModelTest, SkewedGroupsLeadAndExposedEpilogue) {
+  const Hardware hw = Rtx5090();
+  const Prediction skew = Predict(hw, CurrentDesign(), AtM(4096));
+  const Prediction lock = Predict(hw, CurrentLockstepDesign(), AtM(4096));
+  ASSERT_TRUE(skew.feasibility.ok);
+  // 4 A stages - the trailer's - the TMA round trip's excess over a shared period (1.06 / 0.97).
+  EXPECT_NEAR(skew.skew_lead_stages, 2.9, 0.05);
+  // Same main loop; half a tile's epilogue per group, mostly under the other group's MMAs.
+  EXPECT_DOUBLE_EQ(skew.stage.period, lock.stage.period);
+  EXPECT_LT(skew.epilogue_tile, lock.epilogue_tile);
+  EXPECT_GT(skew.epilogue_tile, 0.5 * lock.epilogue_tile);
+  EXPECT_LT(skew.epilogue_exposed_tile, 0.5 * skew.epilogue_tile);
+  EXPECT_LT(skew.t_total, lock.t_total);
+  // A slower single warp per sub-partition costs monotonically, all the way down to 0.25.
+  double prev = skew.t_total;
+  for (double eta : {0.75, 0.5, 0.25}) {
+    Hardware h = hw;
+    h.single_warp_mma.value = eta;
+    const Prediction p = Predict(h, CurrentDesign(), AtM(4096));
+    EXPECT_GT(p.t_total, prev) << eta;
+    prev = p.t_total;
+  }
+  // A fifth A stage does not fit the 99 KiB (93 KiB with four).
+  Design deeper = CurrentDesign();
+  deeper.a_stages = 5;
+  EXPECT_FALSE(Predict(hw, deeper, AtM(4096)).feasibility.ok);
+  EXPECT_LE(skew.feasibility.smem_bytes, 101376);
+}
+
 TEST(ModelTest, StandaloneQuantizeIsDramBoundOnH200) {
   const Hardware hw = H200();
   const QuantizeStandalone q = PredictStandaloneQuantize(hw, 75856, 7168, 1.0);
