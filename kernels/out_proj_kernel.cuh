@@ -176,13 +176,16 @@ struct RingWalk {
 // polls the A ring (quantizer ready flag, then a free slot) and, skewed, each group's B ring, and
 // issues what it can, so a group that is behind (its B ring full) never holds up the other. A
 // round that issued nothing sleeps in a suspending try_wait on a full ring's next slot (woken when
-// it frees, or after kIdleNs to poll the others), or briefly while the quantizer is behind: a
-// spinning poll would take issue slots from the consumer warps of its sub-partition.
+// it frees, or after a hint to poll the others), or briefly while the quantizer is behind: a
+// spinning poll would take issue slots from the consumer warps of its sub-partition. The hint is
+// short while a B ring waits too: when one group runs alone (the other in its epilogue, holding
+// A slots), its B ring refills every alone stage (~0.5 us on the RTX 5090) and must not wait
+// behind an A slot that frees only when the other group is back.
 enum class RingState { kDone, kIssued, kWaitReady, kWaitSlot };
 
 template <class Cfg>
 struct Loader {
-  static constexpr uint32_t kIdleNs = 256;
+  static constexpr uint32_t kIdleNs = 256, kIdleShortNs = 64;
   const KernelParams& p;
   const CUtensorMap *tmap_aq, *tmap_asf, *tmap_wq;
   Rings<Cfg> rings;
@@ -315,7 +318,13 @@ struct Loader {
       if (!active) break;
       if (issued) continue;
       if (sa == RingState::kWaitSlot) {
-        ptx::MbarTryWaitFor(rings.Empty(a.pos.stage), a.pos.phase ^ 1u, kIdleNs);
+        bool b_waits = false;
+        if constexpr (Cfg::kSkewed) {
+#pragma unroll
+          for (int g = 0; g < Cfg::kGroups; ++g) b_waits = b_waits || sb[g] == RingState::kWaitSlot;
+        }
+        ptx::MbarTryWaitFor(rings.Empty(a.pos.stage), a.pos.phase ^ 1u,
+                            b_waits ? kIdleShortNs : kIdleNs);
       } else if (sa == RingState::kWaitReady) {
         __nanosleep(64);
       } else if constexpr (Cfg::kSkewed) {  // A done: only B rings left, all full
