@@ -1,0 +1,203 @@
+#ifndef H3_KERNELS_LOADER_CUH_
+#define H3_KERNELS_LOADER_CUH_
+
+// Producer warp 0 of the fused kernel: the TMA / bulk loads that fill the rings (rings.cuh), each
+// A stage after its k-chunk is quantized (ready_flags.h).
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "kernels/kernel_params.cuh"
+#include "kernels/ptx.cuh"
+#include "kernels/ready_flags.h"
+#include "kernels/rings.cuh"
+#include "kernels/scheduler.cuh"
+#include "kernels/work_units.h"
+
+namespace h3::kernels {
+
+// The load warp's walk of one ring over this CTA's tiles, k-step by k-step.
+template <class Cfg, int kDepth>
+struct RingWalk {
+  TileScheduler<Cfg> sched;
+  int ks = 0;
+  RingPos<kDepth> pos;
+  __device__ __forceinline__ RingWalk(int64_t m, int n) : sched(m, n) {}
+  __device__ __forceinline__ void Next(int ksteps) {
+    pos.Advance();
+    if (++ks == ksteps) {
+      ks = 0;
+      sched.Next();
+    }
+  }
+};
+
+// Producer warp 0, one elected lane: fills the rings. It never blocks on one ring: each round
+// polls the A ring (quantizer ready flag, then a free slot) and, skewed, each group's B ring, and
+// issues what it can, so a group that is behind (its B ring full) never holds up the other. A
+// round that issued nothing sleeps in a suspending try_wait on a full ring's next slot (woken when
+// it frees, or after a hint to poll the others), or briefly while the quantizer is behind: a
+// spinning poll would take issue slots from the consumer warps of its sub-partition. The hint is
+// short while a B ring waits too: when one group runs alone (the other in its epilogue, holding
+// A slots), its B ring refills every alone stage (~0.5 us on the RTX 5090) and must not wait
+// behind an A slot that frees only when the other group is back.
+enum class RingState { kDone, kIssued, kWaitReady, kWaitSlot };
+
+template <class Cfg>
+struct Loader {
+  static constexpr uint32_t kIdleNs = 256, kIdleShortNs = 64;
+  const KernelParams& p;
+  const CUtensorMap *tmap_aq, *tmap_asf, *tmap_wq;
+  Rings<Cfg> rings;
+  WorkUnits<Cfg::kQuantRows> units;
+  int ksteps, chunk_elems;
+  int64_t sfb_group_bytes;  // one 128-row group of weight scales: K/16/4 * 512 (K/16 % 16 == 0)
+  RingWalk<Cfg, Cfg::kAStages> a;
+  RingWalk<Cfg, Cfg::kStages> b0, b1;  // skewed: each group's B ring
+  SfaPos<Cfg> sfa;
+  int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
+
+  __device__ __forceinline__ Loader(const KernelParams& params, const CUtensorMap* aq,
+                                    const CUtensorMap* asf, const CUtensorMap* wq, uint8_t* smem)
+      : p(params),
+        tmap_aq(aq),
+        tmap_asf(asf),
+        tmap_wq(wq),
+        rings(smem),
+        units(CallUnits<Cfg>(params)),
+        ksteps(params.k / Cfg::kBK),
+        chunk_elems(ChunkElems(params.k)),
+        sfb_group_bytes(static_cast<int64_t>(params.k / Cfg::kSfVec / 4) * 512),
+        a(params.m, params.n),
+        b0(params.m, params.n),
+        b1(params.m, params.n) {}
+
+  // 128-row weight-scale groups of ring g's part of n-tile nt that exist (N may end in half a
+  // 256-row tile: the lockstep ring then loads B rows TMA fills with zeros, and fewer scales).
+  __device__ __forceinline__ int SfbGroups(int g, int nt) const {
+    const int g0 = (nt * Cfg::kBN + g * Cfg::kGroupBN) / 128;
+    const int left = p.n / 128 - g0;
+    return left < Cfg::kGroupBN / 128 ? left : Cfg::kGroupBN / 128;
+  }
+  // Ring g's B codes and weight scales of k-step ks of n-tile nt, completing on `bar`.
+  __device__ __forceinline__ void LoadB(int g, int stage, uint64_t* bar, int ks, int nt) const {
+    const int row0 = nt * Cfg::kBN + g * Cfg::kGroupBN;
+    ptx::TmaLoad2D(rings.B(g, stage), tmap_wq, bar, ks * Cfg::kRowBytes, row0);
+    const int groups = SfbGroups(g, nt);
+    for (int gi = 0; gi < groups; ++gi) {
+      ptx::BulkLoad(rings.Sfb(g, stage) + gi * Cfg::kSfbGroupBytes,
+                    p.w_sf + (row0 / 128 + gi) * sfb_group_bytes +
+                        static_cast<int64_t>(ks) * Cfg::kSfbGroupBytes,
+                    Cfg::kSfbGroupBytes, bar);
+    }
+  }
+  // The tile's residual [kBM rows that exist][its columns] into L2 now, so the epilogue after
+  // this tile's k-loop finds it there instead of waiting on DRAM (perf_model: the v2 ladder's
+  // residual prefetch). A hint only: results do not depend on it.
+  __device__ __forceinline__ void PrefetchResidual(int mt, int nt) const {
+    if (!p.prefetch_residual) return;
+    const int64_t row0 = static_cast<int64_t>(mt) * Cfg::kBM;
+    const int64_t rows = p.m - row0 < Cfg::kBM ? p.m - row0 : Cfg::kBM;
+    const uint16_t* src = p.residual + row0 * p.n + static_cast<int64_t>(nt) * Cfg::kBN;
+    const int cols = p.n - nt * Cfg::kBN < Cfg::kBN ? p.n - nt * Cfg::kBN : Cfg::kBN;
+    for (int64_t r = 0; r < rows; ++r) ptx::BulkPrefetchL2(src + r * p.n, cols * 2);
+  }
+
+  // One A stage (lockstep: the whole stage) if its k-chunk is quantized (ready_flags.h; each
+  // (m-tile, chunk) is checked until complete once, by the first tile of this CTA that needs it)
+  // and its slot is free.
+  __device__ __forceinline__ RingState TryA() {
+    if (!a.sched.Valid()) return RingState::kDone;
+    const int mt = a.sched.mt, nt = a.sched.nt;
+    const int chunk = a.ks * Cfg::kBK / chunk_elems;
+    if (mt != ready_mt) {
+      ready_mt = mt;
+      ready_chunk = -1;
+    }
+    while (ready_chunk < chunk) {
+      if (!ChunkReady(p.ready_flags, mt, ready_chunk + 1, units.GroupsInMTile(mt))) {
+        return RingState::kWaitReady;
+      }
+      ++ready_chunk;
+    }
+    const int stage = a.pos.stage;
+    if (!ptx::MbarTest(rings.Empty(stage), a.pos.phase ^ 1u)) return RingState::kWaitSlot;
+    if (a.ks == 0) PrefetchResidual(mt, nt);
+    // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
+    const bool box = sfa.sub == 0;
+    const int sfb_missing =
+        Cfg::kSkewed ? 0 : (Cfg::kSfbGroups - SfbGroups(0, nt)) * Cfg::kSfbGroupBytes;
+    ptx::MbarArriveExpectTx(rings.Full(stage),
+                            Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
+    ptx::TmaLoad2D(rings.A(stage), tmap_aq, rings.Full(stage), a.ks * Cfg::kRowBytes,
+                   mt * Cfg::kBM);
+    if (box) {
+      ptx::TmaLoad2D(rings.smem + Cfg::kSfaOffset + sfa.slot * Cfg::kSfaSlotBytes, tmap_asf,
+                     rings.Full(stage), a.ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
+    }
+    sfa.Advance();
+    if constexpr (!Cfg::kSkewed) LoadB(0, stage, rings.Full(stage), a.ks, nt);
+    a.Next(ksteps);
+    return RingState::kIssued;
+  }
+  // Skewed: one stage of group g's B ring if its slot is free; tiles without an N half g (half a
+  // tile at the end of N) are skipped, as group g's consumers skip them.
+  __device__ __forceinline__ RingWalk<Cfg, Cfg::kStages>& WalkB(int g) {
+    static_assert(Cfg::kGroups <= 2, "b0, b1");
+    return g == 0 ? b0 : b1;
+  }
+  __device__ __forceinline__ RingState TryB(int g) {
+    RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
+    if (!w.sched.Valid()) return RingState::kDone;
+    const int nt = w.sched.nt;
+    if (nt * Cfg::kBN + g * Cfg::kGroupBN >= p.n) {
+      w.ks = 0;
+      w.sched.Next();
+      return RingState::kIssued;  // progress: poll again at once
+    }
+    const int slot = g * Cfg::kStages + w.pos.stage;
+    if (!ptx::MbarTest(rings.EmptyB(slot), w.pos.phase ^ 1u)) return RingState::kWaitSlot;
+    ptx::MbarArriveExpectTx(rings.FullB(slot), Cfg::kBStageBytes);
+    LoadB(g, w.pos.stage, rings.FullB(slot), w.ks, nt);
+    w.Next(ksteps);
+    return RingState::kIssued;
+  }
+  __device__ __forceinline__ void Run() {
+    for (;;) {
+      const RingState sa = TryA();
+      RingState sb[Cfg::kGroups];
+      bool active = sa != RingState::kDone, issued = sa == RingState::kIssued;
+      if constexpr (Cfg::kSkewed) {
+#pragma unroll
+        for (int g = 0; g < Cfg::kGroups; ++g) {
+          sb[g] = TryB(g);
+          active = active || sb[g] != RingState::kDone;
+          issued = issued || sb[g] == RingState::kIssued;
+        }
+      }
+      if (!active) break;
+      if (issued) continue;
+      if (sa == RingState::kWaitSlot) {
+        bool b_waits = false;
+        if constexpr (Cfg::kSkewed) {
+#pragma unroll
+          for (int g = 0; g < Cfg::kGroups; ++g) b_waits = b_waits || sb[g] == RingState::kWaitSlot;
+        }
+        ptx::MbarTryWaitFor(rings.Empty(a.pos.stage), a.pos.phase ^ 1u,
+                            b_waits ? kIdleShortNs : kIdleNs);
+      } else if (sa == RingState::kWaitReady) {
+        __nanosleep(64);
+      } else if constexpr (Cfg::kSkewed) {  // A done: only B rings left, all full
+        const int g = sb[0] == RingState::kWaitSlot ? 0 : 1;
+        RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
+        ptx::MbarTryWaitFor(rings.EmptyB(g * Cfg::kStages + w.pos.stage), w.pos.phase ^ 1u,
+                            kIdleNs);
+      }
+    }
+  }
+};
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_LOADER_CUH_
