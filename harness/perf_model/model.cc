@@ -454,12 +454,15 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   };
   double epi = 0, epi_exposed = 0;
   const double words_per_thread = pairs / (32.0 * wpg);
+  // What-if (model.h Design::epilogue_time_scale): every epilogue duration below x scale, before
+  // the overlap hides part of it.
+  const double scale = d.epilogue_time_scale;
   switch (d.epilogue) {
     case Epilogue::kSerialDram: {
       // One (i, h) fragment row per round trip: the residual load cannot move above the
       // previous row's stores (residual may alias out); gate_index -> gate rides alongside.
       const double lat = 2.0 * d.MFrags() * hw.dram_latency_s.value;
-      epi = std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, res_b), alu});
+      epi = scale * std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, res_b), alu});
       epi_exposed = epi;
       break;
     }
@@ -468,16 +471,18 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       const double batches = std::ceil(words_per_thread / 32.0);
       // + gate_index, + the gate's columns when they are not staged in shared memory.
       const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
-      epi = std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, 0), alu});
+      epi = scale * std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, 0), alu});
       epi_exposed = d.epilogue == Epilogue::kPingPong ? std::max(0.0, epi - r.tile_main) : epi;
       break;
     }
     case Epilogue::kSmemStaged: {
       // Consumers: t = bf16(gate * o) into smem (~7 instr per pair incl. the STS) + a barrier;
       // producers: residual from L2 (prefetched) + add + store, under the next main loop.
-      const double consumer = pairs * 7.0 / 32 / std::min(kSubPartitions, epi_warps) / clk +
-                              res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk;
+      const double consumer =
+          scale * (pairs * 7.0 / 32 / std::min(kSubPartitions, epi_warps) / clk +
+                   res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk);
       const double producer =
+          scale *
           std::max({pairs * 6.0 / 32 / std::max(1, d.quant_warps) / hw.quant_warp_ipc.value / clk,
                     burst(res_b + out_b, 0), 2 * hw.l2_latency_s.value});
       epi = consumer + producer;
@@ -492,7 +497,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
       const double alu_h =
           pairs / 2 * d.epilogue_instr_per_pair / 32 / std::min(kSubPartitions, wpg / 2.0) / clk;
-      epi = std::max({lat + alu_h + lsu / 2, burst((res_b + out_b) / 2, 0), alu_h});
+      epi = scale * std::max({lat + alu_h + lsu / 2, burst((res_b + out_b) / 2, 0), alu_h});
       // The leader runs ahead on A stages the trailer has not released: at most the A ring
       // less the trailer's stage. At that lead the newest stage was issued one shared period
       // ago (when the trailer released its slot), so a TMA round trip longer than a period
@@ -515,7 +520,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
       break;
     }
     case Epilogue::kStoreOnly:
-      epi = std::max({hw.l2_latency_s.value + alu / epi_w_per_smsp, burst(out_b, 0), alu});
+      epi = scale * std::max({hw.l2_latency_s.value + alu / epi_w_per_smsp, burst(out_b, 0), alu});
       epi_exposed = epi;
       break;
     case Epilogue::kNone:
@@ -523,17 +528,6 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   }
   r.epilogue_tile = epi;
   r.epilogue_exposed_tile = epi_exposed;
-  if (d.epilogue_time_scale != 1.0) {  // what-if (model.h): scale, then hide as before
-    epi *= d.epilogue_time_scale;
-    const double eta = hw.single_warp_mma.value;
-    epi_exposed = Skewed(d) ? std::max(0.0, epi - r.skew_lead_time) +
-                                  2 * (1 - eta) * std::min(epi, r.skew_lead_time)
-                  : d.epilogue == Epilogue::kPingPong   ? std::max(0.0, epi - r.tile_main)
-                  : d.epilogue == Epilogue::kSmemStaged ? epi_exposed * d.epilogue_time_scale
-                                                        : epi;
-    r.epilogue_tile = epi;
-    r.epilogue_exposed_tile = epi_exposed;
-  }
 
   // ---- Start-up: quantized rows for the first MMAs, then the first stage's TMA. ----
   r.startup_fill = hw.tma_latency_s.value + stage_bytes / port;
