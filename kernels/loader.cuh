@@ -76,13 +76,13 @@ struct Loader {
   // 128-row weight-scale groups of ring g's part of n-tile nt that exist (N may end in half a
   // 256-row tile: the lockstep ring then loads B rows TMA fills with zeros, and fewer scales).
   __device__ __forceinline__ int SfbGroups(int g, int nt) const {
-    const int g0 = (nt * Cfg::kBN + g * Cfg::kGroupBN) / 128;
+    const int g0 = RingRow0<Cfg>(g, nt) / 128;
     const int left = p.n / 128 - g0;
     return left < Cfg::kGroupBN / 128 ? left : Cfg::kGroupBN / 128;
   }
   // Ring g's B codes and weight scales of k-step ks of n-tile nt, completing on `bar`.
   __device__ __forceinline__ void LoadB(int g, int stage, uint64_t* bar, int ks, int nt) const {
-    const int row0 = nt * Cfg::kBN + g * Cfg::kGroupBN;
+    const int row0 = RingRow0<Cfg>(g, nt);
     ptx::TmaLoad2D(rings.B(g, stage), tmap_wq, bar, ks * Cfg::kRowBytes, row0);
     const int groups = SfbGroups(g, nt);
     for (int gi = 0; gi < groups; ++gi) {
@@ -151,7 +151,7 @@ struct Loader {
     RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
     if (!w.sched.Valid()) return RingState::kDone;
     const int nt = w.sched.nt;
-    if (nt * Cfg::kBN + g * Cfg::kGroupBN >= p.n) {
+    if (RingRow0<Cfg>(g, nt) >= p.n) {
       w.ks = 0;
       w.sched.Next();
       return RingState::kIssued;  // progress: poll again at once
@@ -166,30 +166,26 @@ struct Loader {
   __device__ __forceinline__ void Run() {
     for (;;) {
       const RingState sa = TryA();
-      RingState sb[Cfg::kGroups];
       bool active = sa != RingState::kDone, issued = sa == RingState::kIssued;
+      int b_waiting = -1;  // the first B ring waiting for a slot
       if constexpr (Cfg::kSkewed) {
 #pragma unroll
         for (int g = 0; g < Cfg::kGroups; ++g) {
-          sb[g] = TryB(g);
-          active = active || sb[g] != RingState::kDone;
-          issued = issued || sb[g] == RingState::kIssued;
+          const RingState sb = TryB(g);
+          active = active || sb != RingState::kDone;
+          issued = issued || sb == RingState::kIssued;
+          if (sb == RingState::kWaitSlot && b_waiting < 0) b_waiting = g;
         }
       }
       if (!active) break;
       if (issued) continue;
       if (sa == RingState::kWaitSlot) {
-        bool b_waits = false;
-        if constexpr (Cfg::kSkewed) {
-#pragma unroll
-          for (int g = 0; g < Cfg::kGroups; ++g) b_waits = b_waits || sb[g] == RingState::kWaitSlot;
-        }
         ptx::MbarTryWaitFor(rings.Empty(a.pos.stage), a.pos.phase ^ 1u,
-                            b_waits ? kIdleShortNs : kIdleNs);
+                            b_waiting >= 0 ? kIdleShortNs : kIdleNs);
       } else if (sa == RingState::kWaitReady) {
         __nanosleep(64);
       } else if constexpr (Cfg::kSkewed) {  // A done: only B rings left, all full
-        const int g = sb[0] == RingState::kWaitSlot ? 0 : 1;
+        const int g = b_waiting;
         RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
         ptx::MbarTryWaitFor(rings.EmptyB(g * Cfg::kStages + w.pos.stage), w.pos.phase ^ 1u,
                             kIdleNs);

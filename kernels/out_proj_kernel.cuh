@@ -152,7 +152,7 @@ __device__ __forceinline__ void ConsumerLoop(const KernelParams& p, const Rings<
       sm90::FinishTile<Cfg>(acc);
 #endif
     } else {
-      const bool has_b = !Cfg::kSkewed || nt * Cfg::kBN + group * Cfg::kGroupBN < p.n;
+      const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, nt) < p.n;
       ConsumeTileStages<Cfg>(rings, ra, rb, sfa, ksteps, group, warp_m, warp_n, has_b,
                              mma_on && col0 < p.n, publisher ? rings.Gate(t & 1) : nullptr, acc);
     }

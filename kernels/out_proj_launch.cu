@@ -161,46 +161,41 @@ cudaError_t Launch(const OutProjLaunch& l, cudaStream_t stream, const char** wha
   return e;
 }
 
+// The one place that maps (build, tile) to a config: calls f(ConfigTag<Cfg>{}).
+template <class Cfg>
+struct ConfigTag {
+  using type = Cfg;
+};
+template <class F>
+auto WithConfig(KernelBuild build, KernelTile tile, F&& f) {
+  if (build == KernelBuild::kSm90Fast) return f(ConfigTag<sm90::Sm90Config>{});
+  switch (tile) {
+    case KernelTile::k128x128:
+      return f(ConfigTag<Sm120Config128>{});
+    case KernelTile::k128x256Lockstep:
+      return f(ConfigTag<Sm120ConfigLockstep>{});
+    case KernelTile::k128x256:
+      break;
+  }
+  return f(ConfigTag<Sm120Config>{});
+}
+
 }  // namespace
 
 cudaError_t LaunchOutProj(const OutProjLaunch& l, KernelBuild build, KernelTile tile,
                           cudaStream_t stream, const char** what) {
-  if (build == KernelBuild::kSm90Fast) return Launch<sm90::Sm90Config>(l, stream, what);
-  switch (tile) {
-    case KernelTile::k128x128:
-      return Launch<Sm120Config128>(l, stream, what);
-    case KernelTile::k128x256Lockstep:
-      return Launch<Sm120ConfigLockstep>(l, stream, what);
-    case KernelTile::k128x256:
-      break;
-  }
-  return Launch<Sm120Config>(l, stream, what);
+  return WithConfig(
+      build, tile, [&](auto tag) { return Launch<typename decltype(tag)::type>(l, stream, what); });
 }
 
 cudaError_t ConfigureOutProj(KernelBuild build, KernelTile tile, int* resident_ctas) {
-  if (build == KernelBuild::kSm90Fast) return Configure<sm90::Sm90Config>(resident_ctas);
-  switch (tile) {
-    case KernelTile::k128x128:
-      return Configure<Sm120Config128>(resident_ctas);
-    case KernelTile::k128x256Lockstep:
-      return Configure<Sm120ConfigLockstep>(resident_ctas);
-    case KernelTile::k128x256:
-      break;
-  }
-  return Configure<Sm120Config>(resident_ctas);
+  return WithConfig(build, tile, [&](auto tag) {
+    return Configure<typename decltype(tag)::type>(resident_ctas);
+  });
 }
 
 int OutProjSmemBytes(KernelBuild build, KernelTile tile) {
-  if (build == KernelBuild::kSm90Fast) return sm90::Sm90Config::kSmemBytes;
-  switch (tile) {
-    case KernelTile::k128x128:
-      return Sm120Config128::kSmemBytes;
-    case KernelTile::k128x256Lockstep:
-      return Sm120ConfigLockstep::kSmemBytes;
-    case KernelTile::k128x256:
-      break;
-  }
-  return Sm120Config::kSmemBytes;
+  return WithConfig(build, tile, [](auto tag) { return int{decltype(tag)::type::kSmemBytes}; });
 }
 
 }  // namespace h3::kernels

@@ -59,6 +59,14 @@ struct Rings {
   }
 };
 
+// The first weight row of ring g's part of n-tile nt (lockstep: g = 0, the tile's first row). A
+// skewed group's ring has no part of a tile whose row0 is past N (half a tile at the end of N):
+// the load warp and that group's consumers both skip it.
+template <class Cfg>
+__device__ __forceinline__ int RingRow0(int g, int nt) {
+  return nt * Cfg::kBN + g * Cfg::kGroupBN;
+}
+
 // A position in a ring of kDepth stages: the stage and the parity of its current phase.
 template <int kDepth>
 struct RingPos {
