@@ -1,9 +1,11 @@
 #ifndef H3_KERNELS_CONFIG_CUH_
 #define H3_KERNELS_CONFIG_CUH_
 
-// The one configuration of the fused out-projection kernel: tile shape, pipeline depth, warp
-// roles, shared-memory layout and the quantizer's work units. Everything else derives from here.
-// The Hopper validation build derives its own from this template (sm90/config.cuh).
+// The configuration of the fused out-projection kernel: tile shape, pipeline depth, warp roles,
+// the sizes of its shared-memory rings and the quantizer's work units. Everything else derives
+// from here; rings.cuh lays the shared memory out as a struct of these sizes. The configs the
+// product runs are listed in tiles.h; the Hopper-only fast build derives its own
+// (sm90/config.cuh).
 
 #include <cstdint>
 
@@ -20,6 +22,7 @@ inline constexpr int kSm120SmemBytes = 101376;
 template <int kStages_, int kBK_, int kBN_, int kSmemBudget_, int kAStages_ = kStages_,
           bool kSkewed_ = false>
 struct OutProjConfig {
+  static constexpr int kSmemBudget = kSmemBudget_;  // bytes of dynamic shared memory per block
   // ---- CTA tile: kBM x kBN outputs, kBK k-elements per pipeline stage. ----
   static constexpr int kBM = 128;
   static constexpr int kBN = kBN_;
@@ -102,25 +105,6 @@ struct OutProjConfig {
   static constexpr int kAStageBytes = kSkewed ? kATileBytes : kStageBytes;
   static constexpr int kBStageBytes = kBRingTileBytes + kSfbRingTileBytes;
   static constexpr int kSfaBoxTxBytes = kSfaSlotBytes;
-  // Swizzled TMA destinations need 1024-byte alignment (the 128B pattern repeats every 1 KiB).
-  // B and SFB: ring g's stage s at index g * kStages + s.
-  static constexpr int kAOffset = 0;
-  static constexpr int kBOffset = kAOffset + kAStages * kATileBytes;
-  static constexpr int kSfaOffset = kBOffset + kGroups * kStages * kBRingTileBytes;
-  static constexpr int kSfbOffset = kSfaOffset + kSfaSlots * kSfaSlotBytes;
-  static constexpr int kBarOffset = kSfbOffset + kGroups * kStages * kSfbRingTileBytes;
-  // mbarriers: the A ring's full[] + empty[], then (skewed) each B ring's full[] + empty[] and
-  // the two skew gates (out_proj_kernel.cuh SkewGate).
-  static constexpr int kBRingBars = kSkewed ? kGroups * kStages : 0;
-  static constexpr int kBarBytes = 2 * kAStages * 8 + 2 * kBRingBars * 8 + (kSkewed ? 16 : 0);
-  static constexpr int kSmemUsed = kBarOffset + kBarBytes;
-  static constexpr int kSmemAlign = 1024;
-  // The dynamic shared-memory base is only guaranteed 16-byte aligned: pad for the realignment.
-  static constexpr int kSmemBytes = kSmemUsed + kSmemAlign - 16;
-  // The consumer loop: false = the SM120 fragment main loop (mainloop.cuh; on sm_90a with the
-  // MMA emulated from its registers). Only the Hopper validation config (sm90/config.cuh) sets
-  // true: its own staged wgmma loop.
-  static constexpr bool kSm90Staged = false;
 
   // ---- Quantizer work units (work_units.h): row groups of kQuantRows rows, claimed dynamically.
   static constexpr int kQuantRows = 4;
@@ -132,8 +116,11 @@ struct OutProjConfig {
   static_assert(kBK % kMmaK == 0, "stage k must be whole MMA k-steps");
   static_assert(kRowBytes == 64 || kRowBytes == 128, "a TMA swizzle mode of the row's width");
   static_assert(kSfaBoxBytes % kSfaRowBytes == 0, "a stage's scales never straddle two boxes");
-  static_assert(kSfaSlots >= (kSfaStagesPerBox == 1 ? kAStages : kAStages / kSfaStagesPerBox + 1),
-                "a refilled activation-scale slot is no longer read (see kSfaSlots)");
+  // The load warp refills a slot at the first stage s of a box, after the A ring freed stage
+  // s - kAStages (every stage up to it is consumed); the slot's previous box was last read at
+  // stage s - kSfaSlots * kSfaStagesPerBox + kSfaStagesPerBox - 1, which must be one of those.
+  static_assert(kSfaSlots * kSfaStagesPerBox >= kAStages + kSfaStagesPerBox - 1,
+                "a refilled activation-scale slot is no longer read");
   static_assert(kSkewed ? kAStages >= kStages : kAStages == kStages,
                 "one ring, or an A ring at least as deep as the B rings");
   static_assert(!kSkewed || (kWarpsN % kGroups == 0 && kGroupBN % 128 == 0 &&
@@ -162,14 +149,11 @@ struct OutProjConfig {
   static_assert(kKMultiple <= kChunkQuantum && kChunkQuantum % kKMultiple == 0,
                 "a k-chunk of the ready flags is whole stages (work_units.h)");
   static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0, "swizzle atoms stay aligned");
-  static_assert(kBOffset % 1024 == 0 && kSfaOffset % 128 == 0 && kSfbOffset % 128 == 0 &&
-                    kSfaSlotBytes % 128 == 0,
-                "TMA destinations aligned");
-  static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte objects");
+  static_assert(kSfaSlotBytes % 128 == 0 && kSfbRingTileBytes % 128 == 0,
+                "bulk-copy destinations stay aligned");
   static_assert(kBM == kWorkTileM, "work units and ready flags count 128-row m-tiles");
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
-  static_assert(kSmemBytes <= kSmemBudget_, "shared memory over the per-block budget");
 };
 
 // The native SM120 build, default: 128 x 256 tiles, BK = 128, skewed groups: an A ring of 4
@@ -185,10 +169,6 @@ using Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
 // The alternative the bench can pick (OutProjTile::k128x128): 128 x 128 tiles, 4 stages of
 // BK = 128, 64 x 32 warp tiles, no setmaxnreg (the ladder's L1 rung): 76 KiB.
 using Sm120Config128 = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
-static_assert(Sm120Config::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-static_assert(Sm120Config128::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-static_assert(Sm120ConfigLockstep::kSmemBytes <= kSm120SmemBytes, "sm_120: 99 KiB per block");
-
 }  // namespace h3::kernels
 
 #endif  // H3_KERNELS_CONFIG_CUH_

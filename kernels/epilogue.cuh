@@ -11,14 +11,14 @@
 // warp first turns its accumulators into t (gate loads need not wait for stores: gate never
 // aliases out), then reads the residual in batches of 4 rows (32 words per thread) before it
 // writes any of them: 1 (gate_index) + 1 (gate) + kMFrags / kEpiBatch L2 round trips per warp
-// tile. StoreTileVec16 does the same with 16-byte accesses (a quarter of the instructions) when
-// gate, residual and out allow it; StoreTile with 4-byte ones otherwise. out may be exactly
-// residual (contract section 9): every element is still read before it is written, by the same
-// thread, and the batches are disjoint.
+// tile. With 16-byte accesses when gate, residual and out allow it (a quarter of the memory
+// instructions), 4-byte ones otherwise. out may be exactly residual (contract section 9): every
+// element is still read before it is written, by the same thread, and the batches are disjoint.
 
 #include <cstdint>
 
-#include "kernels/mainloop.cuh"
+#include "kernels/params.h"
+#include "kernels/warp_acc.cuh"
 
 namespace h3::kernels {
 
@@ -38,26 +38,12 @@ __device__ __forceinline__ uint32_t F32ToBf16Rne(float f) {
   return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
 }
 
-struct EpilogueArgs {
-  int64_t m;
-  int n, g;
-  float alpha;  // 1 (/) (act_gs (x) w_gs)
-  const uint16_t* gate;
-  const int32_t* gate_index;
-  const uint16_t* residual;  // may equal out: no __restrict__
-  uint16_t* out;
-  bool vec16;  // gate, residual and out 16-byte aligned: StoreTileVec16
-};
-
 // t = bf16(f32(gate) (x) (acc (x) alpha)) for one bf16 pair (col, col + 1), packed.
+template <class Arch>
 __device__ __forceinline__ uint32_t GateProductPair(float acc0, float acc1, float alpha,
                                                     uint32_t gate) {
-#if !H3_NATIVE_BLOCK_SCALED_MMA
-  // The sm_90 emulations accumulate acc (x) 2^-16 (exact scaling): undo it first.
-  acc0 = __fmul_rn(acc0, sm90::kEmuAccScale);
-  acc1 = __fmul_rn(acc1, sm90::kEmuAccScale);
-#endif
-  const float o0 = __fmul_rn(acc0, alpha), o1 = __fmul_rn(acc1, alpha);
+  const float o0 = __fmul_rn(Arch::UnscaleAcc(acc0), alpha);
+  const float o1 = __fmul_rn(Arch::UnscaleAcc(acc1), alpha);
   return F32x2ToBf16x2Rn(__fmul_rn(__uint_as_float(gate << 16), o0),
                          __fmul_rn(__uint_as_float(gate & 0xFFFF0000u), o1));
 }
@@ -69,80 +55,22 @@ __device__ __forceinline__ uint32_t AddResidualPair(uint32_t res, uint32_t t) {
       __fadd_rn(__uint_as_float(res & 0xFFFF0000u), __uint_as_float(t & 0xFFFF0000u)));
 }
 
-// The gate row of each of a thread's 2 * kMFrags rows (C rows g and g + 8 of m fragment i of
-// the warp tile at row_base), -1 for rows beyond M or ungated: one round trip for all of them.
+// The gate row of each of a thread's 2 * kMFrags rows (C rows lrow and lrow + 8 of m fragment i
+// of the warp tile at row_base), -1 for rows beyond M or ungated: one round trip for all of them.
 template <class Cfg>
-__device__ __forceinline__ void LoadGateRows(int64_t row_base, int g, const EpilogueArgs& e,
+__device__ __forceinline__ void LoadGateRows(int64_t row_base, int lrow, const OutProjParams& p,
                                              int32_t (&gate_row)[Cfg::kMFrags][2]) {
 #pragma unroll
   for (int i = 0; i < Cfg::kMFrags; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int64_t row = row_base + 16 * i + g + 8 * h;
-      const int32_t gi = row < e.m ? __ldg(e.gate_index + row) : -1;
-      gate_row[i][h] = gi >= 0 && gi < e.g ? gi : -1;
+      const int64_t row = row_base + 16 * i + lrow + 8 * h;
+      const int32_t gi = row < p.m ? __ldg(p.gate_index + row) : -1;
+      gate_row[i][h] = gi >= 0 && gi < p.g ? gi : -1;
     }
 }
 
-template <class Cfg>
-__device__ __forceinline__ void StoreTile(const WarpAcc<Cfg>& acc, int64_t row_base, int col_base,
-                                          const EpilogueArgs& e) {
-  constexpr int kEpiBatch = 2;  // m fragments (4 accumulator rows) per batch of residual loads
-  static_assert(Cfg::kMFrags % kEpiBatch == 0, "whole batches of m fragments");
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  int32_t gate_row[Cfg::kMFrags][2];  // [m fragment][h]
-  LoadGateRows<Cfg>(row_base, g, e, gate_row);
-  // t for every gated pair, in place of the accumulators (half the registers). gate is
-  // read-only and never aliases out, so its loads need not wait for any store.
-  uint32_t tq[Cfg::kMFrags][2][Cfg::kNFrags];  // [m fragment][h][n fragment]: bf16 pairs
-#pragma unroll
-  for (int i = 0; i < Cfg::kMFrags; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int32_t gr = gate_row[i][h];
-#pragma unroll
-      for (int j = 0; j < Cfg::kNFrags; ++j) {
-        const int col = col_base + 8 * j + 2 * t;
-        tq[i][h][j] = gr >= 0 ? GateProductPair(acc.v[i][j][2 * h], acc.v[i][j][2 * h + 1], e.alpha,
-                                                __ldg(reinterpret_cast<const uint32_t*>(
-                                                    e.gate + static_cast<int64_t>(gr) * e.n + col)))
-                              : 0u;
-      }
-    }
-#pragma unroll
-  for (int i0 = 0; i0 < Cfg::kMFrags; i0 += kEpiBatch) {
-    // Every residual load of the batch before any of its stores.
-    uint32_t res[kEpiBatch][2][Cfg::kNFrags];  // [fragment][h][n fragment]: bf16 pairs
-#pragma unroll
-    for (int b = 0; b < kEpiBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = row_base + 16 * (i0 + b) + g + 8 * h;
-#pragma unroll
-        for (int j = 0; j < Cfg::kNFrags; ++j) {
-          const int col = col_base + 8 * j + 2 * t;
-          res[b][h][j] =
-              row < e.m ? *reinterpret_cast<const uint32_t*>(e.residual + row * e.n + col) : 0u;
-        }
-      }
-#pragma unroll
-    for (int b = 0; b < kEpiBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = i0 + b;
-        const int64_t row = row_base + 16 * i + g + 8 * h;
-        if (row >= e.m) continue;
-#pragma unroll
-        for (int j = 0; j < Cfg::kNFrags; ++j) {
-          const int col = col_base + 8 * j + 2 * t;
-          *reinterpret_cast<uint32_t*>(e.out + row * e.n + col) =
-              gate_row[i][h] >= 0 ? AddResidualPair(res[b][h][j], tq[i][h][j]) : res[b][h][j];
-        }
-      }
-  }
-}
-
-// A 4 x 4 transpose of 32-bit words across the 4 lanes of each quad (lanes 4g..4g+3): on return
+// A 4 x 4 transpose of 32-bit words across the 4 lanes of each quad (lanes 4r..4r+3): on return
 // a[k] of lane t is what a[t] of lane k was. Two shuffle rounds, every lane of the warp taking
 // part: first the off-diagonal 2 x 2 blocks swap (xor 2), then the off-diagonal words within
 // them (xor 1).
@@ -170,25 +98,55 @@ __device__ __forceinline__ void QuadTranspose(uint32_t (&a)[4]) {
   }
 }
 
-// The epilogue with 16-byte accesses (gate, residual and out 16-byte aligned). In the MMA layout
-// a quad holds, for one row, 4 n fragments x 4 lanes of bf16 pairs, each lane's 4 bytes 16 bytes
-// apart; a quad transpose gives each lane 16 contiguous bytes (cols col_base + 32q + 8t ..
-// + 8t + 7 of n-fragment group q). The same values and the same operations as StoreTile, with
-// a quarter of the memory instructions (each of StoreTile's touches 8 rows x 16 bytes).
-template <class Cfg>
-__device__ __forceinline__ void StoreTileVec16(const WarpAcc<Cfg>& acc, int64_t row_base,
-                                               int col_base, const EpilogueArgs& e) {
-  static_assert(Cfg::kNFrags % 4 == 0, "whole groups of 4 n fragments");
-  constexpr int kGroups = Cfg::kNFrags / 4;
+// kW consecutive 32-bit words (bf16 pairs) from / to global memory: one 4- or 16-byte access.
+// Gate loads go through the read-only path (gate never aliases out); residual loads cannot.
+template <int kW>
+__device__ __forceinline__ void LoadGateWords(const uint16_t* src, uint32_t (&w)[kW]) {
+  if constexpr (kW == 4) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(src));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else {
+    w[0] = __ldg(reinterpret_cast<const uint32_t*>(src));
+  }
+}
+template <int kW>
+__device__ __forceinline__ void LoadWords(const uint16_t* src, uint32_t* w) {
+  if constexpr (kW == 4) {
+    const uint4 v = *reinterpret_cast<const uint4*>(src);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(src);
+  }
+}
+template <int kW>
+__device__ __forceinline__ void StoreWords(uint16_t* dst, const uint32_t (&w)[kW]) {
+  if constexpr (kW == 4) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    *reinterpret_cast<uint32_t*>(dst) = w[0];
+  }
+}
+
+// One warp tile's epilogue with kW words per access. In the MMA layout lane (lrow, lcol) holds,
+// for each of its rows, one bf16 pair per n fragment j, at column col_base + 8j + 2lcol: kW = 1
+// moves those pairs one by one. kW = 4: a quad holds 4 n fragments x 4 lanes of pairs of a row,
+// each lane's 4 bytes 16 bytes apart; a quad transpose gives each lane 16 contiguous bytes
+// (columns col_base + 32q + 8lcol .. + 7 of fragment group q). t is kept in the access layout:
+// word k of access q at [kW q + k].
+template <class Cfg, class Arch, int kW>
+__device__ __forceinline__ void StoreTile(const WarpAcc<Cfg>& acc, int64_t row_base, int col_base,
+                                          const OutProjParams& p, float alpha) {
+  static_assert(kW == 1 || kW == 4, "4- or 16-byte accesses");
+  static_assert(Cfg::kNFrags % kW == 0, "whole accesses per row");
+  constexpr int kAccesses = Cfg::kNFrags / kW;  // per row and thread
   constexpr int kEpiBatch = 2;  // m fragments (4 accumulator rows) per batch of residual loads
   static_assert(Cfg::kMFrags % kEpiBatch == 0, "whole batches of m fragments");
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int col_t = col_base + 8 * t;  // + 32 q: this lane's 16 bytes in group q
-  int32_t gate_row[Cfg::kMFrags][2];   // [m fragment][h]
-  LoadGateRows<Cfg>(row_base, g, e, gate_row);
-  // t in the row layout: tr[i][h][4q + k] = the pair at col col_t + 32q + 2k of row
-  // row_base + 16i + g + 8h. The gate is read in that layout, transposed to the accumulators',
-  // multiplied, and t transposed back.
+  const int lane = threadIdx.x & 31, lrow = lane >> 2, lcol = lane & 3;
+  const int col_t = col_base + (kW == 4 ? 8 * lcol : 2 * lcol);  // + kW 8 q: access q
+  int32_t gate_row[Cfg::kMFrags][2];                              // [m fragment][h]
+  LoadGateRows<Cfg>(row_base, lrow, p, gate_row);
+  // t for every pair: the gate read in the access layout, moved to the accumulators' (kW = 4),
+  // multiplied, and moved back. gate never aliases out, so its loads need not wait for stores.
   uint32_t tr[Cfg::kMFrags][2][Cfg::kNFrags];
 #pragma unroll
   for (int i = 0; i < Cfg::kMFrags; ++i)
@@ -196,22 +154,25 @@ __device__ __forceinline__ void StoreTileVec16(const WarpAcc<Cfg>& acc, int64_t 
     for (int h = 0; h < 2; ++h) {
       const int32_t gr = gate_row[i][h];  // uniform over the quad: one row
 #pragma unroll
-      for (int q = 0; q < kGroups; ++q) {
-        uint32_t w[4] = {0u, 0u, 0u, 0u};
-        if (gr >= 0) {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(
-              e.gate + static_cast<int64_t>(gr) * e.n + col_t + 32 * q));
-          w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-        }
-        QuadTranspose(w);  // w[jj] = gate pair at col col_base + 8 (4q + jj) + 2t
+      for (int q = 0; q < kAccesses; ++q) {
+        const uint16_t* gate = p.gate + static_cast<int64_t>(gr) * p.n + col_t + 8 * kW * q;
+        uint32_t w[kW] = {};
+        if constexpr (kW == 4) {
+          // Every lane takes part in the transposes; an ungated row's t is never used.
+          if (gr >= 0) LoadGateWords<4>(gate, w);
+          QuadTranspose(w);  // w[jj]: the pair of n fragment 4q + jj
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int j = 4 * q + jj;
-          w[jj] = GateProductPair(acc.v[i][j][2 * h], acc.v[i][j][2 * h + 1], e.alpha, w[jj]);
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * q + jj;
+            w[jj] = GateProductPair<Arch>(acc.v[i][j][2 * h], acc.v[i][j][2 * h + 1], alpha, w[jj]);
+          }
+          QuadTranspose(w);
+        } else if (gr >= 0) {
+          LoadGateWords<1>(gate, w);
+          w[0] = GateProductPair<Arch>(acc.v[i][q][2 * h], acc.v[i][q][2 * h + 1], alpha, w[0]);
         }
-        QuadTranspose(w);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) tr[i][h][4 * q + k] = w[k];
+        for (int k = 0; k < kW; ++k) tr[i][h][kW * q + k] = w[k];
       }
     }
 #pragma unroll
@@ -222,14 +183,16 @@ __device__ __forceinline__ void StoreTileVec16(const WarpAcc<Cfg>& acc, int64_t 
     for (int b = 0; b < kEpiBatch; ++b)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int64_t row = row_base + 16 * (i0 + b) + g + 8 * h;
+        const int64_t row = row_base + 16 * (i0 + b) + lrow + 8 * h;
 #pragma unroll
-        for (int q = 0; q < kGroups; ++q) {
-          uint4 v = make_uint4(0u, 0u, 0u, 0u);
-          if (row < e.m)
-            v = *reinterpret_cast<const uint4*>(e.residual + row * e.n + col_t + 32 * q);
-          res[b][h][4 * q + 0] = v.x, res[b][h][4 * q + 1] = v.y;
-          res[b][h][4 * q + 2] = v.z, res[b][h][4 * q + 3] = v.w;
+        for (int q = 0; q < kAccesses; ++q) {
+          uint32_t* r = &res[b][h][kW * q];
+          if (row < p.m) {
+            LoadWords<kW>(p.residual + row * p.n + col_t + 8 * kW * q, r);
+          } else {
+#pragma unroll
+            for (int k = 0; k < kW; ++k) r[k] = 0u;
+          }
         }
       }
 #pragma unroll
@@ -237,37 +200,33 @@ __device__ __forceinline__ void StoreTileVec16(const WarpAcc<Cfg>& acc, int64_t 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = i0 + b;
-        const int64_t row = row_base + 16 * i + g + 8 * h;
-        if (row >= e.m) continue;
+        const int64_t row = row_base + 16 * i + lrow + 8 * h;
+        if (row >= p.m) continue;
         const bool gated = gate_row[i][h] >= 0;
 #pragma unroll
-        for (int q = 0; q < kGroups; ++q) {
-          uint32_t o[4];
+        for (int q = 0; q < kAccesses; ++q) {
+          uint32_t o[kW];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const uint32_t r = res[b][h][4 * q + k];
-            o[k] = gated ? AddResidualPair(r, tr[i][h][4 * q + k]) : r;
+          for (int k = 0; k < kW; ++k) {
+            const uint32_t r = res[b][h][kW * q + k];
+            o[k] = gated ? AddResidualPair(r, tr[i][h][kW * q + k]) : r;
           }
-          *reinterpret_cast<uint4*>(e.out + row * e.n + col_t + 32 * q) =
-              make_uint4(o[0], o[1], o[2], o[3]);
+          StoreWords<kW>(p.out + row * p.n + col_t + 8 * kW * q, o);
         }
       }
   }
 }
 
-// Timing only (OutProjDebug::kSkipEpilogue): no epilogue, but every accumulator is used (an xor
-// fold feeding a store the compiler cannot rule out; it needs alpha < 0, i.e. a global scale the
-// contract calls invalid, where the outputs are unspecified), so no MMA is dead code.
-template <class Cfg>
-__device__ __forceinline__ void FoldTile(const WarpAcc<Cfg>& acc, const EpilogueArgs& e) {
-  uint32_t x = 0;
-#pragma unroll
-  for (int i = 0; i < Cfg::kMFrags; ++i)
-#pragma unroll
-    for (int j = 0; j < Cfg::kNFrags; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) x ^= __float_as_uint(acc.v[i][j][c]);
-  if (x == 0x7FC00001u && e.alpha < 0.0f && e.m > 0) e.out[0] = 0x7FC0u;
+// The epilogue of one warp tile (acc: the contract's f32 sums, before alpha), with the widest
+// accesses the operands' alignment allows.
+template <class Cfg, class Arch>
+__device__ __forceinline__ void EpilogueTile(const WarpAcc<Cfg>& acc, int64_t row_base,
+                                             int col_base, const OutProjParams& p, float alpha) {
+  if (p.vec16_epilogue) {
+    StoreTile<Cfg, Arch, 4>(acc, row_base, col_base, p, alpha);
+  } else {
+    StoreTile<Cfg, Arch, 1>(acc, row_base, col_base, p, alpha);
+  }
 }
 
 }  // namespace h3::kernels

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/kernel_params.cuh"
+#include "kernels/params.h"
 #include "kernels/ptx.cuh"
 #include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
@@ -18,11 +18,11 @@
 namespace h3::kernels {
 
 // The load warp's walk of one ring over this CTA's tiles, k-step by k-step.
-template <class Cfg, int kDepth>
+template <class Cfg, int kRingStages>
 struct RingWalk {
   TileScheduler<Cfg> sched;
   int ks = 0;
-  RingPos<kDepth> pos;
+  RingPos<kRingStages> pos;
   __device__ __forceinline__ RingWalk(int64_t m, int n) : sched(m, n) {}
   __device__ __forceinline__ void Next(int ksteps) {
     pos.Advance();
@@ -47,9 +47,9 @@ enum class RingState { kDone, kIssued, kWaitReady, kWaitSlot };
 template <class Cfg>
 struct Loader {
   static constexpr uint32_t kIdleNs = 256, kIdleShortNs = 64;
-  const KernelParams& p;
+  const OutProjParams& p;
   const CUtensorMap *tmap_aq, *tmap_asf, *tmap_wq;
-  Rings<Cfg> rings;
+  SharedStorage<Cfg>& st;
   WorkUnits<Cfg::kQuantRows> units;
   int ksteps, chunk_elems;
   int64_t sfb_group_bytes;  // one 128-row group of weight scales: K/16/4 * 512 (K/16 % 16 == 0)
@@ -58,13 +58,14 @@ struct Loader {
   SfaPos<Cfg> sfa;
   int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
 
-  __device__ __forceinline__ Loader(const KernelParams& params, const CUtensorMap* aq,
-                                    const CUtensorMap* asf, const CUtensorMap* wq, uint8_t* smem)
+  __device__ __forceinline__ Loader(const OutProjParams& params, const CUtensorMap* aq,
+                                    const CUtensorMap* asf, const CUtensorMap* wq,
+                                    SharedStorage<Cfg>& storage)
       : p(params),
         tmap_aq(aq),
         tmap_asf(asf),
         tmap_wq(wq),
-        rings(smem),
+        st(storage),
         units(CallUnits<Cfg>(params)),
         ksteps(params.k / Cfg::kBK),
         chunk_elems(ChunkElems(params.k)),
@@ -73,20 +74,20 @@ struct Loader {
         b0(params.m, params.n),
         b1(params.m, params.n) {}
 
-  // 128-row weight-scale groups of ring g's part of n-tile nt that exist (N may end in half a
+  // 128-row weight-scale groups of ring `ring`'s part of n-tile nt that exist (N may end in half a
   // 256-row tile: the lockstep ring then loads B rows TMA fills with zeros, and fewer scales).
-  __device__ __forceinline__ int SfbGroups(int g, int nt) const {
-    const int g0 = RingRow0<Cfg>(g, nt) / 128;
-    const int left = p.n / 128 - g0;
+  __device__ __forceinline__ int SfbGroups(int ring, int nt) const {
+    const int first = RingRow0<Cfg>(ring, nt) / 128;
+    const int left = p.n / 128 - first;
     return left < Cfg::kGroupBN / 128 ? left : Cfg::kGroupBN / 128;
   }
-  // Ring g's B codes and weight scales of k-step ks of n-tile nt, completing on `bar`.
-  __device__ __forceinline__ void LoadB(int g, int stage, uint64_t* bar, int ks, int nt) const {
-    const int row0 = RingRow0<Cfg>(g, nt);
-    ptx::TmaLoad2D(rings.B(g, stage), tmap_wq, bar, ks * Cfg::kRowBytes, row0);
-    const int groups = SfbGroups(g, nt);
+  // Ring `ring`'s B codes and weight scales of k-step ks of n-tile nt, completing on `bar`.
+  __device__ __forceinline__ void LoadB(int ring, int stage, uint64_t* bar, int ks, int nt) const {
+    const int row0 = RingRow0<Cfg>(ring, nt);
+    ptx::TmaLoad2D(st.B(ring, stage), tmap_wq, bar, ks * Cfg::kRowBytes, row0);
+    const int groups = SfbGroups(ring, nt);
     for (int gi = 0; gi < groups; ++gi) {
-      ptx::BulkLoad(rings.Sfb(g, stage) + gi * Cfg::kSfbGroupBytes,
+      ptx::BulkLoad(st.Sfb(ring, stage) + gi * Cfg::kSfbGroupBytes,
                     p.w_sf + (row0 / 128 + gi) * sfb_group_bytes +
                         static_cast<int64_t>(ks) * Cfg::kSfbGroupBytes,
                     Cfg::kSfbGroupBytes, bar);
@@ -122,44 +123,42 @@ struct Loader {
       ++ready_chunk;
     }
     const int stage = a.pos.stage;
-    if (!ptx::MbarTest(rings.Empty(stage), a.pos.phase ^ 1u)) return RingState::kWaitSlot;
+    if (!ptx::MbarTest(&st.empty[stage], a.pos.phase ^ 1u)) return RingState::kWaitSlot;
     if (a.ks == 0) PrefetchResidual(mt, nt);
     // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
     const bool box = sfa.sub == 0;
     const int sfb_missing =
         Cfg::kSkewed ? 0 : (Cfg::kSfbGroups - SfbGroups(0, nt)) * Cfg::kSfbGroupBytes;
-    ptx::MbarArriveExpectTx(rings.Full(stage),
-                            Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
-    ptx::TmaLoad2D(rings.A(stage), tmap_aq, rings.Full(stage), a.ks * Cfg::kRowBytes,
-                   mt * Cfg::kBM);
+    uint64_t* full = &st.full[stage];
+    ptx::MbarArriveExpectTx(full, Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
+    ptx::TmaLoad2D(st.a[stage], tmap_aq, full, a.ks * Cfg::kRowBytes, mt * Cfg::kBM);
     if (box) {
-      ptx::TmaLoad2D(rings.smem + Cfg::kSfaOffset + sfa.slot * Cfg::kSfaSlotBytes, tmap_asf,
-                     rings.Full(stage), a.ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
+      ptx::TmaLoad2D(st.sfa[sfa.slot], tmap_asf, full, a.ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
     }
     sfa.Advance();
-    if constexpr (!Cfg::kSkewed) LoadB(0, stage, rings.Full(stage), a.ks, nt);
+    if constexpr (!Cfg::kSkewed) LoadB(0, stage, full, a.ks, nt);
     a.Next(ksteps);
     return RingState::kIssued;
   }
-  // Skewed: one stage of group g's B ring if its slot is free; tiles without an N half g (half a
-  // tile at the end of N) are skipped, as group g's consumers skip them.
-  __device__ __forceinline__ RingWalk<Cfg, Cfg::kStages>& WalkB(int g) {
+  // Skewed: one stage of consumer group `ring`'s B ring if its slot is free; tiles without that
+  // N half (half a tile at the end of N) are skipped, as the group's consumers skip them.
+  __device__ __forceinline__ RingWalk<Cfg, Cfg::kStages>& WalkB(int ring) {
     static_assert(Cfg::kGroups <= 2, "b0, b1");
-    return g == 0 ? b0 : b1;
+    return ring == 0 ? b0 : b1;
   }
-  __device__ __forceinline__ RingState TryB(int g) {
-    RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
+  __device__ __forceinline__ RingState TryB(int ring) {
+    RingWalk<Cfg, Cfg::kStages>& w = WalkB(ring);
     if (!w.sched.Valid()) return RingState::kDone;
     const int nt = w.sched.nt;
-    if (RingRow0<Cfg>(g, nt) >= p.n) {
+    if (RingRow0<Cfg>(ring, nt) >= p.n) {
       w.ks = 0;
       w.sched.Next();
       return RingState::kIssued;  // progress: poll again at once
     }
-    const int slot = g * Cfg::kStages + w.pos.stage;
-    if (!ptx::MbarTest(rings.EmptyB(slot), w.pos.phase ^ 1u)) return RingState::kWaitSlot;
-    ptx::MbarArriveExpectTx(rings.FullB(slot), Cfg::kBStageBytes);
-    LoadB(g, w.pos.stage, rings.FullB(slot), w.ks, nt);
+    const int slot = ring * Cfg::kStages + w.pos.stage;
+    if (!ptx::MbarTest(&st.empty_b[slot], w.pos.phase ^ 1u)) return RingState::kWaitSlot;
+    ptx::MbarArriveExpectTx(&st.full_b[slot], Cfg::kBStageBytes);
+    LoadB(ring, w.pos.stage, &st.full_b[slot], w.ks, nt);
     w.Next(ksteps);
     return RingState::kIssued;
   }
@@ -170,25 +169,24 @@ struct Loader {
       int b_waiting = -1;  // the first B ring waiting for a slot
       if constexpr (Cfg::kSkewed) {
 #pragma unroll
-        for (int g = 0; g < Cfg::kGroups; ++g) {
-          const RingState sb = TryB(g);
+        for (int ring = 0; ring < Cfg::kGroups; ++ring) {
+          const RingState sb = TryB(ring);
           active = active || sb != RingState::kDone;
           issued = issued || sb == RingState::kIssued;
-          if (sb == RingState::kWaitSlot && b_waiting < 0) b_waiting = g;
+          if (sb == RingState::kWaitSlot && b_waiting < 0) b_waiting = ring;
         }
       }
       if (!active) break;
       if (issued) continue;
       if (sa == RingState::kWaitSlot) {
-        ptx::MbarTryWaitFor(rings.Empty(a.pos.stage), a.pos.phase ^ 1u,
+        ptx::MbarTryWaitFor(&st.empty[a.pos.stage], a.pos.phase ^ 1u,
                             b_waiting >= 0 ? kIdleShortNs : kIdleNs);
       } else if (sa == RingState::kWaitReady) {
         __nanosleep(64);
       } else if constexpr (Cfg::kSkewed) {  // A done: only B rings left, all full
-        const int g = b_waiting;
-        RingWalk<Cfg, Cfg::kStages>& w = WalkB(g);
-        ptx::MbarTryWaitFor(rings.EmptyB(g * Cfg::kStages + w.pos.stage), w.pos.phase ^ 1u,
-                            kIdleNs);
+        RingWalk<Cfg, Cfg::kStages>& w = WalkB(b_waiting);
+        ptx::MbarTryWaitFor(&st.empty_b[b_waiting * Cfg::kStages + w.pos.stage],
+                            w.pos.phase ^ 1u, kIdleNs);
       }
     }
   }

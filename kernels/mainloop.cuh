@@ -2,14 +2,14 @@
 #define H3_KERNELS_MAINLOOP_CUH_
 
 // The SM120 consumer main loop body: one pipeline stage (kKSteps MMA k-steps) of a warp's
-// 64 x 32 tile. Fragments come straight from the 128B-swizzled stage by ldmatrix (a K-major
-// 32-byte row slice is exactly the MMA register), scales by one 32-bit LDS per fragment, then
-// kMFrags x kNFrags block-scaled MMAs (mma.cuh).
+// kWarpTileM x kWarpTileN tile (64 x 64, or 64 x 32 in the 128 x 128 config). Fragments come
+// straight from the swizzled stage by ldmatrix (a K-major 32-byte row slice is exactly the MMA
+// register; the swizzle is the TMA mode of the row's width, SWIZZLE_64B at BK = 128), scales by
+// one 32-bit LDS per fragment, then kMFrags x kNFrags block-scaled MMAs (Arch::WarpTileMma).
 
 #include <cstdint>
 
 #include "kernels/fragment_math.h"
-#include "kernels/mma.cuh"
 #include "kernels/ptx.cuh"
 #include "kernels/warp_acc.cuh"
 
@@ -17,20 +17,14 @@ namespace h3::kernels {
 
 // a_tile: [kBM][kRowBytes] swizzled, b_tile: [kBN][kRowBytes] swizzled, sfa_tile: this stage's
 // first scale byte of row 0 in a [kBM][16 B] slot, sfb_tile: (kBK/64) x 512 B of the 128x4 layout
-// per 128-row group of B. m_base/n_base: the warp tile's origin.
-//
-// B is walked in groups of kNGroup n8 fragments: per k-step the A fragments stay loaded while each
-// group's B fragments and scales come and go. Native: one group (all of B, 24 registers, fits the
-// consumers' 224 with 128 accumulators). The sm_90 emulation dequantizes every B fragment of a
-// group into 8 registers, so it takes groups of 2 to stay clear of spills. Every accumulator still
-// receives exactly one MMA per k-step, in k order: the grouping changes no result.
-template <class Cfg>
+// per 128-row group of B. m_base/n_base: the warp tile's origin. Per k-step the warp loads all of
+// its A and B fragments and scales (24 registers of B at 64 x 64, which fit the consumers' 224
+// beside 128 accumulators), then issues its MMAs.
+template <class Cfg, class Arch>
 __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_t* b_tile,
                                              const uint8_t* sfa_tile, const uint8_t* sfb_tile,
                                              int m_base, int n_base, WarpAcc<Cfg>& acc) {
-  constexpr int kNGroup =
-      kNativeBlockScaledMma || Cfg::kNFrags <= 4 ? Cfg::kNFrags : 2;  // n8 fragments per B group
-  static_assert(Cfg::kNFrags % kNGroup == 0 && kNGroup % 2 == 0, "whole ldmatrix.x4 pairs");
+  static_assert(Cfg::kNFrags % 2 == 0, "whole ldmatrix.x4 pairs");
   const int lane = threadIdx.x & 31;
   const uint32_t a_addr = ptx::SmemAddr(a_tile), b_addr = ptx::SmemAddr(b_tile);
   // The warp tile's 128-row weight-scale group (a 64-wide warp tile never straddles two).
@@ -47,28 +41,24 @@ __device__ __forceinline__ void ConsumeStage(const uint8_t* a_tile, const uint8_
                                                                    LdmatrixAChunk(lane, kk)));
       sfa[i] = *reinterpret_cast<const uint32_t*>(sfa_tile + SfaOffset(SfaRow(lane, m0), kk));
     }
+    uint32_t b[Cfg::kNFrags][2];  // 64 x 8 e2m1 per fragment
+    uint32_t sfb[Cfg::kNFrags];
 #pragma unroll
-    for (int j0 = 0; j0 < Cfg::kNFrags; j0 += kNGroup) {
-      uint32_t b[kNGroup][2];  // 64 x 8 e2m1 per fragment
-      uint32_t sfb[kNGroup];
-#pragma unroll
-      for (int jp = 0; jp < kNGroup / 2; ++jp) {
-        uint32_t r[4];
-        ptx::LdMatrixX4(
-            r, b_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixBRow(lane, n_base + 8 * j0 + 16 * jp),
-                                                      LdmatrixBChunk(lane, kk)));
-        b[2 * jp][0] = r[0];
-        b[2 * jp][1] = r[1];
-        b[2 * jp + 1][0] = r[2];
-        b[2 * jp + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int j = 0; j < kNGroup; ++j) {
-        sfb[j] = *reinterpret_cast<const uint32_t*>(
-            sfb_group + SfbOffset(SfbCol(lane, n_base + 8 * (j0 + j)), kk));
-      }
-      WarpTileMma<Cfg>(acc, j0, a, b, sfa, sfb);
+    for (int jp = 0; jp < Cfg::kNFrags / 2; ++jp) {
+      uint32_t r[4];
+      ptx::LdMatrixX4(r, b_addr + SwizzleOffset<Cfg::kRowBytes>(LdmatrixBRow(lane, n_base + 16 * jp),
+                                                                LdmatrixBChunk(lane, kk)));
+      b[2 * jp][0] = r[0];
+      b[2 * jp][1] = r[1];
+      b[2 * jp + 1][0] = r[2];
+      b[2 * jp + 1][1] = r[3];
     }
+#pragma unroll
+    for (int j = 0; j < Cfg::kNFrags; ++j) {
+      sfb[j] =
+          *reinterpret_cast<const uint32_t*>(sfb_group + SfbOffset(SfbCol(lane, n_base + 8 * j), kk));
+    }
+    Arch::template WarpTileMma<Cfg, Cfg::kNFrags>(acc, 0, a, b, sfa, sfb);
   }
 }
 

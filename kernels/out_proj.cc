@@ -14,8 +14,11 @@
 #include "absl/strings/str_format.h"
 #include "core/aliasing.h"
 #include "core/scale_layout.h"
-#include "kernels/out_proj_launch.h"
+#include "kernels/kernel_set.h"
+#include "kernels/out_proj_internal.h"
+#include "kernels/params.h"
 #include "kernels/ready_flags.h"  // ReadyFlagWords
+#include "kernels/tiles.h"
 
 namespace h3 {
 namespace {
@@ -99,19 +102,20 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
   return id;
 }
 
-// The co-resident CTA count of `build` in the current context, from kernels::ConfigureOutProj
-// (which also raises the kernel's shared-memory limit in this context): once per (context,
-// build), not on every call. Neither step allocates or synchronizes, so it may run during a
-// capture.
-absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build, kernels::KernelTile tile) {
+// The co-resident CTA count of the set's (build, tile) kernel in the current context, from its
+// configure step (which also raises the kernel's shared-memory limit in this context): once per
+// (context, set, build, tile), not on every call. Neither step allocates or synchronizes, so it
+// may run during a capture.
+absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelBuild build,
+                                 OutProjTile tile) {
   static std::mutex mu;
-  static auto* resident =
-      new std::map<std::tuple<unsigned long long, kernels::KernelBuild, kernels::KernelTile>,
-                   int>();
+  static auto* resident = new std::map<
+      std::tuple<unsigned long long, const kernels::KernelSet*, kernels::KernelBuild, OutProjTile>,
+      int>();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  int& ctas = (*resident)[{*ctx, build, tile}];
+  int& ctas = (*resident)[{*ctx, &set, build, tile}];
   if (ctas == 0) {
     // The device's own shared-memory limit, not an assumed one (SM12x parts may differ).
     int dev = 0, optin = 0;
@@ -120,13 +124,13 @@ absl::StatusOr<int> ResidentCtas(kernels::KernelBuild build, kernels::KernelTile
       e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
     if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(shared memory per block)");
-    if (optin < kernels::OutProjSmemBytes(build, tile)) {
+    if (optin < set.smem_bytes(build, tile)) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "minimax_h3_nvfp4_out_proj: the kernel needs %d bytes of shared memory per block; "
           "device %d allows %d",
-          kernels::OutProjSmemBytes(build, tile), dev, optin));
+          set.smem_bytes(build, tile), dev, optin));
     }
-    e = kernels::ConfigureOutProj(build, tile, &ctas);
+    e = set.configure(build, tile, &ctas);
     if (e != cudaSuccess) {
       ctas = 0;
       return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
@@ -161,15 +165,12 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
   if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
   if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
-  const int tile = static_cast<int>(a.tile);
-  if (tile < static_cast<int>(OutProjTile::kAuto) ||
-      tile > static_cast<int>(OutProjTile::k128x256Lockstep)) {
-    return bad("tile", "OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep (0 to 3)", tile);
-  }
-  const int debug = static_cast<int>(a.debug);
-  if (debug < static_cast<int>(OutProjDebug::kNone) ||
-      debug > static_cast<int>(OutProjDebug::kOneGroupMma)) {
-    return bad("debug", "OutProjDebug::kNone, kSkipEpilogue or kOneGroupMma (0, 1 or 2)", debug);
+  if (FindOutProjTile(a.tile) == nullptr) {
+    std::string codes = "0 (auto)";
+    for (const OutProjTileInfo& t : kOutProjTiles) {
+      absl::StrAppendFormat(&codes, ", %d (%s)", static_cast<int>(t.tile), t.name);
+    }
+    return bad("tile", "a registered tile config: " + codes, static_cast<int>(a.tile));
   }
   const int emu = static_cast<int>(a.sm90_emulation);
   if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&
@@ -249,16 +250,16 @@ absl::StatusOr<std::string> OutProjBackendName(Sm90Emulation sm90_emulation) {
   return kind->name;
 }
 
-absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
+namespace internal {
+
+absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
+                        const kernels::KernelSet& kernels) {
   if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  const kernels::KernelTile tile =
-      args.tile == OutProjTile::k128x128           ? kernels::KernelTile::k128x128
-      : args.tile == OutProjTile::k128x256Lockstep ? kernels::KernelTile::k128x256Lockstep
-                                                   : kernels::KernelTile::k128x256;
-  absl::StatusOr<int> resident_ctas = ResidentCtas(kind->build, tile);
+  const OutProjTile tile = FindOutProjTile(args.tile)->tile;  // kAuto resolved
+  absl::StatusOr<int> resident_ctas = ResidentCtas(kernels, kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
 
   if (mode == CheckMode::kChecked) {
@@ -292,27 +293,6 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
     }
   }
 
-  kernels::OutProjLaunch l;
-  l.m = args.m;
-  l.n = static_cast<int>(args.n);
-  l.k = static_cast<int>(args.k);
-  l.g = static_cast<int>(args.g);
-  l.attn_out = args.attn_out;
-  l.w_q = args.o_weight_q;
-  l.w_sf = args.o_weight_sf;
-  l.w_gs = args.o_weight_global_scale;
-  l.w_gs_dev = args.o_weight_global_scale_dev;
-  l.act_gs = args.act_global_scale;
-  l.gate = args.gate;
-  l.gate_index = args.gate_index;
-  l.residual = args.residual;
-  l.out = args.out;
-  l.act_q = args.act_q;
-  l.act_sf = args.act_sf;
-  l.resident_ctas = *resident_ctas;
-  l.skip_epilogue = args.debug != OutProjDebug::kNone;
-  l.one_group_mma = args.debug == OutProjDebug::kOneGroupMma;
-
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
   // stream-ordered allocation: no synchronization, so the call stays graph-capturable.
   const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(args.m));
@@ -332,14 +312,34 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
     flags = next;
     next += (flag_bytes + 255) / 256 * 256;
   }
-  if (l.act_q == nullptr) {
-    l.act_q = next;
-    l.act_sf = next + q_bytes;
-  }
-  l.ready_flags = static_cast<uint32_t*>(flags);
+
+  // The kernel's parameters, filled once here; the launcher adds only the TMA descriptors.
+  kernels::OutProjParams p;
+  p.m = args.m;
+  p.n = static_cast<int>(args.n);
+  p.k = static_cast<int>(args.k);
+  p.g = static_cast<int>(args.g);
+  p.attn_out = args.attn_out;
+  p.w_q = args.o_weight_q;
+  p.w_sf = args.o_weight_sf;
+  p.w_gs = args.o_weight_global_scale;
+  p.w_gs_dev = args.o_weight_global_scale_dev;
+  p.act_gs = args.act_global_scale;
+  p.gate = args.gate;
+  p.gate_index = args.gate_index;
+  p.residual = args.residual;
+  p.out = args.out;
+  p.act_q = args.act_q != nullptr ? args.act_q : next;
+  p.act_sf = args.act_q != nullptr ? args.act_sf : next + q_bytes;
+  p.ready_flags = static_cast<uint32_t*>(flags);
+  // The API asks 4-byte alignment of these; 16 lets the kernel move 16 bytes per access.
+  const auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  p.prefetch_residual = aligned16(args.residual);
+  p.vec16_epilogue = aligned16(args.residual) && aligned16(args.out) && aligned16(args.gate);
+
   const char* what = "cudaMemsetAsync(ready flags)";
   cudaError_t e = cudaMemsetAsync(flags, 0, flag_bytes, stream);
-  if (e == cudaSuccess) e = kernels::LaunchOutProj(l, kind->build, tile, stream, &what);
+  if (e == cudaSuccess) e = kernels.launch(p, kind->build, tile, *resident_ctas, stream, &what);
   if (ws != nullptr) {
     const cudaError_t f = cudaFreeAsync(ws, stream);
     if (e == cudaSuccess && f != cudaSuccess) {
@@ -353,6 +353,12 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
     if (e != cudaSuccess) return CudaError(e, "kernel execution (kChecked)");
   }
   return absl::OkStatus();
+}
+
+}  // namespace internal
+
+absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
+  return internal::RunOutProj(args, stream, mode, kernels::ProductKernels());
 }
 
 }  // namespace h3

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "core/shape.h"
 #include "kernels/granularity.h"  // kOutProjNMultiple, kOutProjKMultiple, kOutProjTileM
+#include "kernels/tiles.h"        // OutProjTile, the tile-config registry
 
 namespace h3 {
 
@@ -38,26 +39,6 @@ namespace h3 {
 //    once per CTA into shared memory and multiplied by wgmma (4 stages): a faster Hopper path
 //    whose consumer loop is NOT the SM120 one.
 enum class Sm90Emulation { kFaithful, kFast };
-
-// The SM120 kernel's CTA tile and pipeline (sm_120f, and the faithful sm_90 emulation of it; the
-// fast sm_90 build ignores it). All are exact to the same contract; they differ in speed only.
-//  k128x256 (kAuto): BK = 128, 64 x 64 warp tiles, setmaxnreg 56 / 224; the two consumer
-//    warpgroups own the tile's N halves and run a few stages apart (skewed), so one half's
-//    epilogue runs under the other half's MMAs.
-//  k128x128: 4 stages of BK = 128, 64 x 32 warp tiles: an alternative the bench times beside it.
-//  k128x256Lockstep: the k128x256 tile with both warpgroups in step (3 stages): the other one.
-enum class OutProjTile { kAuto, k128x256, k128x128, k128x256Lockstep };
-
-// Timing only: kSkipEpilogue runs everything but the epilogue (the consumers fold their
-// accumulators instead), so `out` is NOT written; act_q / act_sf are. The bench times it as
-// `fused_no_epilogue`: (normal - this) is the exposed epilogue, the performance model's least
-// certain term, measured on hardware the model cannot check. Never use it for results.
-// kOneGroupMma: as kSkipEpilogue, and the second consumer warpgroup also skips its MMAs (it keeps
-// the rings' pace), so the first one's MMAs run alone, one warp per sub-partition: the bench's
-// `fused_one_group`. fused_no_epilogue's time over twice this one's is the rate one MMA warp per
-// sub-partition sustains, the one assumption the skewed default rests on (perf_model's
-// single_warp_mma).
-enum class OutProjDebug { kNone, kSkipEpilogue, kOneGroupMma };
 
 struct OutProjArgs {
   int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
@@ -77,8 +58,10 @@ struct OutProjArgs {
   // no operand; its contents on entry do not matter (the op zeroes it on the stream).
   void* ready_flags = nullptr;
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
-  OutProjTile tile = OutProjTile::kAuto;                    // see above
-  OutProjDebug debug = OutProjDebug::kNone;                 // see above: timing only
+  // The SM120 kernel's tile config (sm_120f, and the faithful sm_90 emulation of it; the fast
+  // sm_90 build ignores it): kAuto or an entry of the registry, kernels/tiles.h. All are exact to
+  // the same contract; they differ in speed only.
+  OutProjTile tile = OutProjTile::kAuto;
 };
 
 // kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,

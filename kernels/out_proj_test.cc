@@ -82,10 +82,22 @@ struct Case {
   bool weight_scale_on_device;
 };
 
-// Each case runs with every config of the SM120 kernel (config.cuh Sm120Config (skewed),
-// Sm120Config128, Sm120ConfigLockstep) and,
-// on sm_90, with both emulations (the fast one has a single config of its own: run once; on
-// sm_120 both emulations select the native kernel).
+// kAuto, then every other config of the registry (kernels/tiles.h): each test case runs with
+// every config of the SM120 kernel.
+std::vector<OutProjTile> EveryTile() {
+  std::vector<OutProjTile> tiles = {OutProjTile::kAuto};
+  for (const OutProjTileInfo& t : kOutProjTiles) {
+    if (t.tile != kOutProjTileDefault) tiles.push_back(t.tile);
+  }
+  return tiles;
+}
+std::string TileSuffix(OutProjTile tile) {
+  return tile == OutProjTile::kAuto ? "" : std::string("_") + FindOutProjTile(tile)->name;
+}
+
+// Each case runs with every config of the SM120 kernel and, on sm_90, with both emulations (the
+// fast one has a single config of its own: run once; on sm_120 both emulations select the native
+// kernel).
 class OutProjCaseTest
     : public ::testing::TestWithParam<std::tuple<Case, Sm90Emulation, OutProjTile>> {};
 
@@ -140,15 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
             Case{"entropy_two_tiles_per_cta", 8955, 384, 512, 9, DataKind::kGaussian, false, false,
                  false}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
-        ::testing::Values(OutProjTile::kAuto, OutProjTile::k128x128,
-                          OutProjTile::k128x256Lockstep)),
+        ::testing::ValuesIn(EveryTile())),
     [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation, OutProjTile>>& i) {
-      const OutProjTile t = std::get<2>(i.param);
       return std::string(std::get<0>(i.param).name) +
              (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
-             (t == OutProjTile::k128x128           ? "_128x128"
-              : t == OutProjTile::k128x256Lockstep ? "_lockstep"
-                                                   : "");
+             TileSuffix(std::get<2>(i.param));
     });
 
 // NaN / Inf / subnormal / zero / -0 activations.
@@ -262,8 +270,7 @@ TEST(OutProjTest, HugeM) {
 // Runs `body` once per build (both sm_90 emulations) and SM120 tile.
 void ForEachBuildAndTile(const std::function<void(const RunOptions&)>& body) {
   for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
-    for (OutProjTile tile :
-         {OutProjTile::kAuto, OutProjTile::k128x128, OutProjTile::k128x256Lockstep}) {
+    for (OutProjTile tile : EveryTile()) {
       RunOptions o;
       o.sm90_emulation = e;
       o.tile = tile;
@@ -272,31 +279,6 @@ void ForEachBuildAndTile(const std::function<void(const RunOptions&)>& body) {
       body(o);
     }
   }
-}
-
-// The timing-only modes: act_q / act_sf as the normal run's, out not written, with every build.
-TEST(OutProjTest, SkipEpilogueWritesActNotOut) {
-  H3_SKIP_WITHOUT_GPU();
-  absl::StatusOr<Problem> p = MakeProblem(300, 640, 1024, 9, DataKind::kGaussian, 12);
-  ASSERT_TRUE(p.ok()) << p.status();
-  absl::StatusOr<DeviceProblem> d = Upload(*p);
-  ASSERT_TRUE(d.ok()) << d.status();
-  ForEachBuildAndTile([&](const RunOptions& o) {
-    ASSERT_TRUE(testbed::Poison(*d).ok());
-    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
-    const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
-    ASSERT_TRUE(testbed::Poison(*d).ok());
-    const std::vector<uint16_t> poisoned = Host(d->out);
-    for (OutProjDebug debug : {OutProjDebug::kSkipEpilogue, OutProjDebug::kOneGroupMma}) {
-      OutProjArgs a = testbed::ArgsFor(*d, o);
-      a.debug = debug;
-      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
-      EXPECT_EQ(Host(d->act_q), q) << "debug " << static_cast<int>(debug);
-      EXPECT_EQ(Host(d->act_sf), sf) << "debug " << static_cast<int>(debug);
-      EXPECT_EQ(Host(d->out), poisoned)
-          << "out written in timing-only mode " << static_cast<int>(debug);
-    }
-  });
 }
 
 // gate, residual and out only 4-byte aligned take the epilogue's 4-byte path; it must equal the
@@ -388,12 +370,10 @@ TEST(OutProjTest, ErrorPaths) {
        absl::StatusCode::kInvalidArgument, "n must"},
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
        "n must"},
-      {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(7); }, CheckMode::kAsync,
+      {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(77); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument,
-       "tile must be OutProjTile::kAuto, k128x256, k128x128 or k128x256Lockstep"},
-      {"debug", [](OutProjArgs& a) { a.debug = static_cast<OutProjDebug>(3); }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument,
-       "debug must be OutProjDebug::kNone, kSkipEpilogue or kOneGroupMma"},
+       "tile must be a registered tile config: 0 (auto), 1 (128x256), 2 (128x128), 3 "
+       "(128x256_lockstep), got 77"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
       {"k", [](OutProjArgs& a) { a.k = 320; }, CheckMode::kAsync,

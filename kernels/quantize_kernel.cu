@@ -1,5 +1,6 @@
 #include <atomic>
 
+#include "kernels/arch.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/quantize_kernel.h"
 
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t b = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; b < blocks;
        b += stride) {
-    QuantizeBlockFromGlobal(x + 16 * b, os_src, codes + 8 * b, sf + b);
+    QuantizeBlockFromGlobal<TargetArch>(x + 16 * b, os_src, codes + 8 * b, sf + b);
   }
 }
 

@@ -2,12 +2,55 @@
 #define H3_KERNELS_RINGS_CUH_
 
 // The shared-memory rings between the load warp (loader.cuh) and the consumer warps
-// (out_proj_kernel.cuh): where each stage and mbarrier lives (config.cuh's layout) and a
-// position in a ring.
+// (out_proj_kernel.cuh): the kernel's shared memory as one struct, and a position in a ring.
 
 #include <cstdint>
 
 namespace h3::kernels {
+
+// The fused kernel's dynamic shared memory (config.cuh sizes every member). One A ring (lockstep:
+// the ring, whose stages also carry B) and, skewed, one B ring per consumer group: ring g's stage
+// s at index g * kStages + s of b[] and sfb[]. Swizzled TMA destinations need 1024-byte
+// alignment (the 128B pattern repeats every 1 KiB), bulk copies 128 bytes (16 would do).
+template <class Cfg>
+struct SharedStorage {
+  static constexpr int kBRingSlots = Cfg::kGroups * Cfg::kStages;
+  static constexpr int kSkewBars = Cfg::kSkewed ? kBRingSlots : 1;  // no zero-length arrays
+
+  alignas(1024) uint8_t a[Cfg::kAStages][Cfg::kATileBytes];       // activation codes, swizzled
+  alignas(1024) uint8_t b[kBRingSlots][Cfg::kBRingTileBytes];     // weight codes, swizzled
+  alignas(128) uint8_t sfa[Cfg::kSfaSlots][Cfg::kSfaSlotBytes];   // activation-scale boxes
+  alignas(128) uint8_t sfb[kBRingSlots][Cfg::kSfbRingTileBytes];  // weight scales, 128x4 layout
+  // mbarriers. full / empty: the A ring (lockstep: the ring), the loader's arrive.expect_tx /
+  // every consumer thread. full_b / empty_b (skewed): B ring slot g * kStages + s, the loader /
+  // group g's threads. gate: the two skew gates (out_proj_kernel.cuh SkewGate).
+  uint64_t full[Cfg::kAStages];
+  uint64_t empty[Cfg::kAStages];
+  uint64_t full_b[kSkewBars];
+  uint64_t empty_b[kSkewBars];
+  uint64_t gate[2];
+
+  __device__ __forceinline__ uint8_t* B(int g, int s) { return b[g * Cfg::kStages + s]; }
+  __device__ __forceinline__ uint8_t* Sfb(int g, int s) { return sfb[g * Cfg::kStages + s]; }
+};
+
+// Bytes of dynamic shared memory a kernel whose shared memory is `Storage` asks for: the base
+// is only guaranteed 16-byte aligned, so it is padded for the realignment (AlignedSmem).
+template <class Storage>
+constexpr int DynamicSmemBytes() {
+  return static_cast<int>(sizeof(Storage) + alignof(Storage) - 16);
+}
+
+// The kernel's view of its dynamic shared memory, realigned to the storage's alignment by an
+// offset from the shared array itself, so the compiler keeps knowing these are shared-memory
+// addresses (LDS, not generic LD).
+template <class Storage>
+__device__ __forceinline__ Storage& AlignedSmem(uint8_t* smem_raw) {
+  constexpr uint32_t kAlign = alignof(Storage);
+  const uint32_t misalign =
+      static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & (kAlign - 1);
+  return *reinterpret_cast<Storage*>(smem_raw + ((kAlign - misalign) & (kAlign - 1)));
+}
 
 // Where the next stage's activation scales live (config.cuh kSfaSlots): a slot of the scale
 // ring and the stage's place in that slot's box. The load warp and every consumer advance one in
@@ -15,47 +58,15 @@ namespace h3::kernels {
 template <class Cfg>
 struct SfaPos {
   int slot = 0, sub = 0;
-  __device__ __forceinline__ const uint8_t* Row0(const uint8_t* smem) const {
-    return smem + Cfg::kSfaOffset + slot * Cfg::kSfaSlotBytes + sub * Cfg::kSfaRowBytes;
+  template <class Storage>
+  __device__ __forceinline__ const uint8_t* Row0(const Storage& st) const {
+    return st.sfa[slot] + sub * Cfg::kSfaRowBytes;
   }
   __device__ __forceinline__ void Advance() {
     if (++sub == Cfg::kSfaStagesPerBox) {
       sub = 0;
       if (++slot == Cfg::kSfaSlots) slot = 0;
     }
-  }
-};
-
-// The rings in shared memory (config.cuh): A stage s; B / weight-scale stage s of ring g (the
-// lockstep config has one ring, g = 0, whose stages are the A ring's).
-template <class Cfg>
-struct Rings {
-  uint8_t* smem;
-  // mbarriers (config.cuh kBarOffset), addressed from smem so that only one pointer stays live:
-  //   Full(s) / Empty(s): A ring (lockstep: the ring), the loader's arrive.expect_tx / every
-  //   consumer thread; FullB(i) / EmptyB(i), i = g * kStages + s: B ring g (skewed), the loader /
-  //   group g's threads; Gate(i), i = 0, 1: the skew gates (SkewGate).
-  __device__ __forceinline__ explicit Rings(uint8_t* base) : smem(base) {}
-  __device__ __forceinline__ uint64_t* Bar(int i) const {
-    return reinterpret_cast<uint64_t*>(smem + Cfg::kBarOffset) + i;
-  }
-  __device__ __forceinline__ uint64_t* Full(int s) const { return Bar(s); }
-  __device__ __forceinline__ uint64_t* Empty(int s) const { return Bar(Cfg::kAStages + s); }
-  __device__ __forceinline__ uint64_t* FullB(int i) const { return Bar(2 * Cfg::kAStages + i); }
-  __device__ __forceinline__ uint64_t* EmptyB(int i) const {
-    return Bar(2 * Cfg::kAStages + Cfg::kBRingBars + i);
-  }
-  __device__ __forceinline__ uint64_t* Gate(int i) const {
-    return Bar(2 * Cfg::kAStages + 2 * Cfg::kBRingBars + i);
-  }
-  __device__ __forceinline__ uint8_t* A(int s) const {
-    return smem + Cfg::kAOffset + s * Cfg::kATileBytes;
-  }
-  __device__ __forceinline__ uint8_t* B(int g, int s) const {
-    return smem + Cfg::kBOffset + (g * Cfg::kStages + s) * Cfg::kBRingTileBytes;
-  }
-  __device__ __forceinline__ uint8_t* Sfb(int g, int s) const {
-    return smem + Cfg::kSfbOffset + (g * Cfg::kStages + s) * Cfg::kSfbRingTileBytes;
   }
 };
 
@@ -67,13 +78,13 @@ __device__ __forceinline__ int RingRow0(int g, int nt) {
   return nt * Cfg::kBN + g * Cfg::kGroupBN;
 }
 
-// A position in a ring of kDepth stages: the stage and the parity of its current phase.
-template <int kDepth>
+// A position in a ring of kRingStages stages: the stage and the parity of its current phase.
+template <int kRingStages>
 struct RingPos {
   int stage = 0;
   uint32_t phase = 0;
   __device__ __forceinline__ void Advance() {
-    if (++stage == kDepth) {
+    if (++stage == kRingStages) {
       stage = 0;
       phase ^= 1u;
     }

@@ -1,9 +1,12 @@
 #ifndef H3_KERNELS_SCHEDULER_CUH_
 #define H3_KERNELS_SCHEDULER_CUH_
 
-// Persistent tile order (the quantizer's work units: work_units.h).
+// Persistent tile order, and the quantizer's unit map that follows it (work_units.h).
 
 #include <cstdint>
+
+#include "kernels/params.h"
+#include "kernels/work_units.h"
 
 namespace h3::kernels {
 
@@ -43,6 +46,15 @@ struct TileScheduler {
     }
   }
 };
+
+// The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles. The
+// quantizer warps and the load warp derive the same one.
+template <class Cfg>
+__device__ __forceinline__ WorkUnits<Cfg::kQuantRows> CallUnits(const OutProjParams& p) {
+  const TileScheduler<Cfg> sched(p.m, p.n);
+  return WorkUnits<Cfg::kQuantRows>(p.m, p.k,
+                                    FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
+}
 
 }  // namespace h3::kernels
 

@@ -1,5 +1,5 @@
+#include "kernels/arch.cuh"
 #include "kernels/epilogue.cuh"
-#include "kernels/mma.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/sm90/mma_emulated.cuh"  // the emulations are tested on every arch
 #include "kernels/unit_kernels.h"
@@ -14,7 +14,7 @@ __global__ void OneMmaKernel(const uint32_t* a, const uint32_t* b, const float* 
   const uint32_t ar[4] = {a[4 * l], a[4 * l + 1], a[4 * l + 2], a[4 * l + 3]};
   const uint32_t br[2] = {b[2 * l], b[2 * l + 1]};
   float acc[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
-  MmaBlockScaled(acc, ar, br, sfa[l], sfb[l]);
+  TargetArch::Mma(acc, ar, br, sfa[l], sfb[l]);
   float emu[4] = {c[4 * l], c[4 * l + 1], c[4 * l + 2], c[4 * l + 3]};
   sm90::MmaBlockScaledEmulated(emu, ar, br, sfa[l], sfb[l]);
   float frag[4];
@@ -35,13 +35,13 @@ __global__ void QuantizeBlocksKernel(const uint16_t* x, int64_t blocks, float gs
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= blocks) return;
   const OsComputed os_src{MakeQuantParams(gs)};
-  QuantizeBlockFromGlobal(x + 16 * i, os_src, codes + 8 * i, sf + i);
+  QuantizeBlockFromGlobal<TargetArch>(x + 16 * i, os_src, codes + 8 * i, sf + i);
 }
 
 __global__ void E2m1Kernel(const float* v, int64_t count, uint8_t* codes) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= count) return;
-  codes[i] = static_cast<uint8_t>(F32x2ToE2m1Byte(v[i], v[count - 1 - i]) & 0xFu);
+  codes[i] = static_cast<uint8_t>(TargetArch::E2m1Byte(v[i], v[count - 1 - i]) & 0xFu);
 }
 
 __global__ void Bf16x2CvtCheckKernel(unsigned long long* mismatches, uint32_t* first) {

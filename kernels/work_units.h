@@ -34,8 +34,6 @@ H3_HD int NumChunks(int k) {
   return (quanta + per - 1) / per;
 }
 H3_HD int ChunkElems(int k) { return ChunkQuanta(k) * kChunkQuantum; }
-// The chunk holding k-element `k0`.
-H3_HD int ChunkOf(int k0, int k) { return k0 / ChunkElems(k); }
 
 struct WorkUnit {
   int64_t row0, row_end;       // rows [row0, row_end)

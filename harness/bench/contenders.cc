@@ -1,9 +1,15 @@
 #include "harness/bench/contenders.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "harness/bench/bench_kernels.cuh"
 #include "harness/bench/checks.h"
+#include "harness/bench/timing_variants.h"
+#include "kernels/out_proj_internal.h"
 #include "kernels/quantize_kernel.h"
+#include "kernels/tiles.h"
 
 namespace h3::bench {
 namespace {
@@ -128,10 +134,10 @@ absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
 }
 
 // ---- fused: the op, one launch.
+// variant: a testonly timing variant's kernels (timing_variants.h) instead of the product's.
 absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode,
-                      OutProjTile tile, OutProjDebug debug = OutProjDebug::kNone) {
+                      OutProjTile tile, const TimingVariant* variant = nullptr) {
   OutProjArgs a;
-  a.debug = debug;
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
   a.m = in.m;
@@ -147,23 +153,24 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
   a.out = s.out.get();
   a.act_q = s.act_q.get();
   a.act_sf = s.act_sf.get();
+  if (variant != nullptr) {
+    return internal::RunOutProj(a, c.stream(), mode, TimingKernels(*variant));
+  }
   return MinimaxH3Nvfp4OutProj(a, c.stream(), mode);
 }
 absl::Status PrepareFused(BenchContext& c, const Inputs&) {
   return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
 }
-// The default config (128 x 256, skewed groups) and the alternatives (128 x 128; 128 x 256 in
-// lockstep), all timed: SM120 owners see which is faster on their part (kernels/out_proj.h
-// OutProjTile).
+// Every config of the registry (kernels/tiles.h), all timed: SM120 owners see which is faster on
+// their part. `fused` is kAuto, the registry's first.
 template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
   return RunFused(c, in, s, CheckMode::kAsync, kTile);
 }
 template <OutProjTile kTile>
 absl::Status CheckFused(BenchContext& c, const Inputs& in) {
-  const char* name = kTile == OutProjTile::k128x128           ? "fused_128x128"
-                     : kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep"
-                                                              : "fused";
+  const std::string name =
+      kTile == OutProjTile::kAuto ? "fused" : absl::StrCat("fused_", FindOutProjTile(kTile)->name);
   return c.CheckOnce(name, in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
     H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile));
     H3_RETURN_IF_ERROR(CheckQuantized(in));
@@ -171,20 +178,22 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
   });
 }
 
-// Timing only: the fused op without its epilogue (kernels/out_proj.h OutProjDebug); fused minus
-// this is the exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
-// fused_one_group: also without the second warpgroup's MMAs (OutProjDebug::kOneGroupMma).
-template <OutProjTile kTile, OutProjDebug kDebug>
+// Timing only (timing_variants.h): the fused op without its epilogue; fused minus this is the
+// exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
+// fused_one_group: also without the second warpgroup's MMAs.
+template <OutProjTile kTile, TimingVariant kVariant>
 absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const RotationSet& s) {
-  return RunFused(c, in, s, CheckMode::kAsync, kTile, kDebug);
+  constexpr TimingVariant v = kVariant;
+  return RunFused(c, in, s, CheckMode::kAsync, kTile, &v);
 }
-template <OutProjTile kTile, OutProjDebug kDebug>
+template <OutProjTile kTile, TimingVariant kVariant>
 absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
-  const char* name = kDebug == OutProjDebug::kOneGroupMma     ? "fused_one_group"
+  const char* name = kVariant == TimingVariant::kOneGroupMma  ? "fused_one_group"
                      : kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep_no_epi"
                                                               : "fused_no_epi";
+  constexpr TimingVariant v = kVariant;
   return c.CheckOnce(name, in.m, "emulator: act bit-exact (out not written)", [&] {
-    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, kDebug));
+    H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, &v));
     return CheckQuantized(in);
   });
 }
@@ -204,14 +213,14 @@ constexpr Contender kContenders[] = {
     {"fused_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>},
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kSkipEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kSkipEpilogue>},
+     CheckFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kNoEpilogue>},
     {"fused_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, OutProjDebug::kSkipEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, OutProjDebug::kSkipEpilogue>},
+     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>},
     {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kOneGroupMma>,
-     EnqueueFusedNoEpilogue<OutProjTile::kAuto, OutProjDebug::kOneGroupMma>},
+     CheckFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kOneGroupMma>},
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 #include "harness/probe/probe_kernels.cuh"
-#include "kernels/mma.cuh"
+#include "kernels/arch.cuh"
 #include "kernels/quantize.cuh"
 
 namespace h3::probe {
@@ -17,7 +17,7 @@ __global__ void MmaBatchKernel(const uint32_t* __restrict__ a, const uint32_t* _
   const uint32_t ar[4] = {ai[0], ai[1], ai[2], ai[3]};
   const uint32_t br[2] = {bi[0], bi[1]};
   float acc[4] = {ci[0], ci[1], ci[2], ci[3]};
-  h3::kernels::MmaBlockScaled(acc, ar, br, sfa[i * 32 + l], sfb[i * 32 + l]);
+  h3::kernels::TargetArch::Mma(acc, ar, br, sfa[i * 32 + l], sfb[i * 32 + l]);
   float* di = d + (i * 32 + l) * 4;
   for (int r = 0; r < 4; ++r) di[r] = acc[r];
 }
@@ -27,9 +27,10 @@ __global__ void E2m1BatchKernel(const float* __restrict__ even, const float* __r
                                 uint8_t* __restrict__ raw) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= count) return;
-  bytes[i] = static_cast<uint8_t>(h3::kernels::F32x2ToE2m1Byte(even[i], odd[i]));
+  bytes[i] = static_cast<uint8_t>(h3::kernels::TargetArch::E2m1Byte(even[i], odd[i]));
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
-  // The bare instruction, without F32x2ToE2m1Byte's NaN / zero-sign fix-ups: a -> high nibble.
+  // The bare instruction, without F32x2ToE2m1ByteNative's NaN / zero-sign fix-ups: a -> high
+  // nibble.
   uint16_t r;
   asm("{\n .reg .b8 t;\n cvt.rn.satfinite.e2m1x2.f32 t, %1, %2;\n cvt.u16.u8 %0, t;\n}"
       : "=h"(r)
@@ -49,7 +50,7 @@ __global__ void BuildInfoKernel(int* info) {
   info[2] = 0;
 #endif
 #endif
-  info[1] = h3::kernels::kNativeBlockScaledMma ? 1 : 0;
+  info[1] = h3::kernels::TargetArch::kNativeMma ? 1 : 0;
 }
 
 }  // namespace

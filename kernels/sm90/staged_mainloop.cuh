@@ -1,14 +1,14 @@
 #ifndef H3_KERNELS_SM90_STAGED_MAINLOOP_CUH_
 #define H3_KERNELS_SM90_STAGED_MAINLOOP_CUH_
 
-// Hopper validation only: the sm_90 "fast" consumer loop (Sm90Emulation::kFast), never run by
-// the sm_120a kernel. out_proj_kernel.cuh's ConsumerLoop calls ConsumeTile and FinishTile when
-// Cfg::kSm90Staged (sm90/config.cuh).
+// Hopper validation only: the consumer loop of the fast sm_90 kernel (fast_kernel.cuh,
+// Sm90Emulation::kFast): ConsumeTile and FinishTile.
 
 #include <cstdint>
 
 #include "kernels/fragment_math.h"
 #include "kernels/ptx.cuh"
+#include "kernels/sm90/config.cuh"
 #include "kernels/sm90/mma_emulated.cuh"
 #include "kernels/warp_acc.cuh"
 
@@ -47,11 +47,8 @@ struct StageTiles {
   const uint8_t *a, *b, *sfa, *sfb;
 };
 template <class Cfg>
-__device__ __forceinline__ StageTiles Stage(const uint8_t* smem, int stage) {
-  return {smem + Cfg::kAOffset + stage * Cfg::kATileBytes,
-          smem + Cfg::kBOffset + stage * Cfg::kBTileBytes,
-          smem + Cfg::kSfaOffset + stage * Cfg::kSfaSlotBytes,  // one slot per stage here
-          smem + Cfg::kSfbOffset + stage * Cfg::kSfbTileBytes};
+__device__ __forceinline__ StageTiles Stage(const SharedStorage<Cfg>& st, int stage) {
+  return {st.a[stage], st.b[stage], st.sfa[stage] /* one slot per stage here */, st.sfb[stage]};
 }
 
 // The raw codes and scale words of this thread's share of one k-step (loaded a k-step ahead).
@@ -217,15 +214,15 @@ __device__ __forceinline__ void IssueKStep(const uint32_t (&a16)[4][4], uint32_t
   WgmmaCommit();
 }
 
-// Shared-memory base of the staging buffers (the kernel's realignment of dynamic smem), recomputed
-// from the symbol where needed: a pointer kept live across the main loop costs registers.
-template <class Cfg>
+// Shared-memory address of the staging buffers (Sm90Storage::emu after the kernel's realignment,
+// rings.cuh AlignedSmem), recomputed from the symbol where needed: a pointer kept live across the
+// main loop costs registers.
 __device__ __forceinline__ uint32_t StagingBase() {
   extern __shared__ uint8_t smem_raw[];
+  constexpr uint32_t kAlign = alignof(Sm90Storage);
   const uint32_t raw = ptx::SmemAddr(smem_raw);
-  const uint32_t base =
-      raw + ((Cfg::kSmemAlign - (raw & (Cfg::kSmemAlign - 1))) & (Cfg::kSmemAlign - 1));
-  return base + Cfg::kEmuOffset;
+  const uint32_t base = raw + ((kAlign - (raw & (kAlign - 1))) & (kAlign - 1));
+  return base + static_cast<uint32_t>(offsetof(Sm90Storage, emu));
 }
 
 // A whole tile: num_stages pipeline stages (4 k-steps each) from the TMA ring, consumed as one
@@ -241,11 +238,12 @@ __device__ __forceinline__ uint32_t StagingBase() {
 // loads of its last k-step. On return stage/phase point to the next unconsumed stage and every
 // wgmma of the tile has completed.
 template <class Cfg>
-__device__ __forceinline__ void ConsumeTile(const uint8_t* smem, uint64_t* full, uint64_t* empty,
-                                            int& stage, uint32_t& phase, int num_stages,
-                                            WarpAcc<Cfg>& acc) {
+__device__ __forceinline__ void ConsumeTile(SharedStorage<Cfg>& smem, int& stage, uint32_t& phase,
+                                            int num_stages, WarpAcc<Cfg>& acc) {
   static_assert(Cfg::kKSteps == 4 && Cfg::kEmuBufs == 4, "one B buffer per k-step of a stage");
-  const uint32_t emu = StagingBase<Cfg>();
+  const uint32_t emu = StagingBase();
+  uint64_t* full = smem.full;
+  uint64_t* empty = smem.empty;
   const Lanes l = MakeLanes<Cfg>();
   float(&d)[64] = AccFlat<Cfg>(acc);
   auto advance = [&] {
@@ -304,7 +302,7 @@ template <class Cfg>
 __device__ __forceinline__ void FinishTile(WarpAcc<Cfg>& acc) {
   extern __shared__ uint8_t smem_raw[];
   float* tile = reinterpret_cast<float*>(  // [128][128] f32 (fits: config.cuh)
-      smem_raw + (StagingBase<Cfg>() - ptx::SmemAddr(smem_raw)));
+      smem_raw + (StagingBase() - ptx::SmemAddr(smem_raw)));
   const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
   const int wg = cw / 4, w = cw % 4;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;

@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 2
+CAPI_VERSION = 3
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -105,6 +105,12 @@ def lib():
         l.h3_out_proj_gpu.argtypes = [ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p]
         l.h3_out_proj_cpu.restype = ctypes.c_int32
         l.h3_out_proj_cpu.argtypes = [ctypes.POINTER(H3OutProjArgs)]
+        l.h3_tile_count.restype = ctypes.c_int32
+        l.h3_tile_count.argtypes = []
+        l.h3_tile_name.restype = ctypes.c_char_p
+        l.h3_tile_name.argtypes = [ctypes.c_int32]
+        l.h3_tile_code.restype = ctypes.c_int32
+        l.h3_tile_code.argtypes = [ctypes.c_int32]
         l.h3_ready_flag_bytes.restype = ctypes.c_int64
         l.h3_ready_flag_bytes.argtypes = [ctypes.c_int64]
         l.h3_swizzled_scale_bytes.restype = ctypes.c_int64
@@ -128,6 +134,19 @@ def lib():
         l.path = path
         _lib = l
         return l
+
+
+_tiles = None
+
+
+def tiles():
+    """The tile configs the library knows, {name: code}, "auto" first (kernels/tiles.h)."""
+    global _tiles
+    if _tiles is None:
+        l = lib()
+        _tiles = {l.h3_tile_name(i).decode("ascii"): l.h3_tile_code(i)
+                  for i in range(l.h3_tile_count())}
+    return _tiles
 
 
 def check(code):

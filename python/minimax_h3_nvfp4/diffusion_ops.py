@@ -11,12 +11,12 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
                                          on an sm_90 GPU (README "On Hopper"); ignored elsewhere
     cpu_gemm="fast" | "exact"            the emulator's GEMM: Eigen f32 (within the contract's
                                          bound) or the exact accumulator rounded once
-    tile="auto" | "128x256" | "128x128" | "128x256_lockstep"
-                                         the SM120 kernel's config (kernels/out_proj.h
-                                         OutProjTile; "auto" = "128x256", skewed consumer
-                                         groups); all compute the same bits, they differ in
-                                         speed only: the bench times each (README); ignored by
-                                         the emulator and the fast sm_90 build
+    tile="auto" | a registered name      the SM120 kernel's config, from the library's registry
+                                         (kernels/tiles.h; today "128x256", "128x128",
+                                         "128x256_lockstep"; "auto" = the registry's first);
+                                         all compute the same bits, they differ in speed only:
+                                         the bench times each (README); ignored by the emulator
+                                         and the fast sm_90 build
 
 The backend follows the tensors: CUDA torch tensors run the GPU kernel on
 torch.cuda.current_stream() (SM12x native, sm_90 validation build); CPU torch tensors and NumPy
@@ -49,7 +49,6 @@ _OP = "minimax_h3_nvfp4_out_proj"
 _QUANTIZER = "quantize_minimax_h3_o_weight_nvfp4"
 _SM90_EMULATION = {"faithful": 0, "fast": 1}
 _CPU_GEMM = {"fast": 0, "exact": 1}
-_TILE = {"auto": 0, "128x256": 1, "128x128": 2, "128x256_lockstep": 3}
 
 
 def _msg(fn, arg, expected, got):
@@ -281,7 +280,7 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     """
     sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
     gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
-    tile_code = _mode("tile", tile, _TILE)
+    tile_code = _mode("tile", tile, _native.tiles())
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
         return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                                act_global_scale, gate, gate_index, residual, out, act_q, act_sf,

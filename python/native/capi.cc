@@ -286,10 +286,13 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "sm90_emulation",
                    "0 (faithful) or 1 (fast)", absl::StrCat(a->sm90_emulation));
   }
-  if (a->tile < 0 || a->tile > 3) {
+  if (h3::FindOutProjTile(static_cast<h3::OutProjTile>(a->tile)) == nullptr) {
+    std::string codes = "0 (auto)";
+    for (const h3::OutProjTileInfo& t : h3::kOutProjTiles) {
+      absl::StrAppend(&codes, ", ", static_cast<int>(t.tile), " (", t.name, ")");
+    }
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "tile",
-                   "0 (auto), 1 (128x256), 2 (128x128) or 3 (128x256 lockstep)",
-                   absl::StrCat(a->tile));
+                   "a registered tile code: " + codes, absl::StrCat(a->tile));
   }
   if (a->o_weight_global_scale.data == nullptr) {
     // A host value: checked here (the kernel checks device values only in kChecked mode).
@@ -319,11 +322,6 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
   p.ready_flags = a->ready_flags.data;
   p.sm90_emulation =
       a->sm90_emulation == 1 ? h3::Sm90Emulation::kFast : h3::Sm90Emulation::kFaithful;
-  static_assert(static_cast<int>(h3::OutProjTile::kAuto) == 0 &&
-                    static_cast<int>(h3::OutProjTile::k128x256) == 1 &&
-                    static_cast<int>(h3::OutProjTile::k128x128) == 2 &&
-                    static_cast<int>(h3::OutProjTile::k128x256Lockstep) == 3,
-                "capi.h documents these codes");
   p.tile = static_cast<h3::OutProjTile>(a->tile);
   if (d.m == 0) return h3::MinimaxH3Nvfp4OutProj(p, static_cast<cudaStream_t>(stream));
   DeviceScope scope;
@@ -336,6 +334,20 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
 extern "C" {
 
 int32_t h3_capi_version(void) { return H3_CAPI_VERSION; }
+
+int32_t h3_tile_count(void) { return h3::kOutProjTileCount + 1; }
+
+const char* h3_tile_name(int32_t index) {
+  if (index == 0) return "auto";
+  return index > 0 && index <= h3::kOutProjTileCount ? h3::kOutProjTiles[index - 1].name : nullptr;
+}
+
+int32_t h3_tile_code(int32_t index) {
+  if (index == 0) return static_cast<int32_t>(h3::OutProjTile::kAuto);
+  return index > 0 && index <= h3::kOutProjTileCount
+             ? static_cast<int32_t>(h3::kOutProjTiles[index - 1].tile)
+             : -1;
+}
 
 const char* h3_last_error(void) { return g_last_error.c_str(); }
 

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 2
+#define H3_CAPI_VERSION 3
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -67,8 +67,8 @@ typedef struct H3OutProjArgs {
   int32_t sm90_emulation;   /* GPU, sm_90 only: 0 faithful, 1 fast */
   int32_t cpu_gemm;         /* CPU: 0 fast f32 (Eigen), 1 exact accumulator */
   int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
-  int32_t tile;   /* GPU: the SM120 kernel's config (kernels/out_proj.h OutProjTile): 0 auto (=
-                     1), 1 128x256 skewed groups, 2 128x128, 3 128x256 lockstep */
+  int32_t tile;   /* GPU: the SM120 kernel's config: 0 auto, or a code of the registry
+                     (kernels/tiles.h; h3_tile_count / h3_tile_name / h3_tile_code list it) */
 } H3OutProjArgs;
 
 int32_t h3_capi_version(void);
@@ -81,6 +81,13 @@ int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream);
 
 /* The emulator (OpenMP threads; calls are serialized on its scratch). */
 int32_t h3_out_proj_cpu(const H3OutProjArgs* args);
+
+/* The SM120 kernel's tile-config registry (kernels/tiles.h), auto first: entries
+ * 0 .. h3_tile_count() - 1, each a name (what Python's tile= accepts) and the code for
+ * H3OutProjArgs.tile. Outside that range: NULL / -1. */
+int32_t h3_tile_count(void);
+const char* h3_tile_name(int32_t index);
+int32_t h3_tile_code(int32_t index);
 
 /* Bytes of the GPU op's per-call ready-flag workspace for m rows (a multiple of 16). */
 int64_t h3_ready_flag_bytes(int64_t m);

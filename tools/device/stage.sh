@@ -9,6 +9,7 @@ targets=(
   //kernels:unit_kernels_test
   //kernels:out_proj_test
   //kernels:out_proj_capture_test
+  //harness/bench:timing_variants_test
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op

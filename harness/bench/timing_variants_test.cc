@@ -1,0 +1,66 @@
+// The bench's timing-only kernels (timing_variants.h) on the GPU: act_q / act_sf as the product
+// writes them, out never written, with every build and tile config.
+
+#include "harness/bench/timing_variants.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "harness/testbed/gpu_run.h"
+#include "harness/testbed/problem.h"
+#include "kernels/out_proj.h"
+#include "kernels/out_proj_internal.h"
+#include "kernels/tiles.h"
+#include "tools/cuda/gpu_test.h"
+
+namespace h3::bench {
+namespace {
+
+template <typename T>
+std::vector<T> Host(const testbed::DeviceBuffer<T>& buffer) {
+  absl::StatusOr<std::vector<T>> host = buffer.Download();
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? *std::move(host) : std::vector<T>();
+}
+
+TEST(TimingVariantsTest, WriteActNotOut) {
+  H3_SKIP_WITHOUT_GPU();
+  testbed::ProblemSpec spec;
+  spec.shape = OpShape{300, 640, 1024, 9};
+  spec.data = testbed::DataKind::kGaussian;
+  spec.gate = testbed::GatePattern::kAllValid;
+  absl::StatusOr<testbed::Problem> p = testbed::GenerateProblem(spec, 12);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<testbed::DeviceProblem> d = testbed::UploadProblem(testbed::InputsOf(*p));
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    for (const OutProjTileInfo& tile : kOutProjTiles) {
+      SCOPED_TRACE(::testing::Message() << "emulation " << static_cast<int>(e) << " tile "
+                                        << tile.name);
+      testbed::RunOptions o;
+      o.sm90_emulation = e;
+      o.tile = tile.tile;
+      ASSERT_TRUE(testbed::Poison(*d).ok());
+      ASSERT_TRUE(
+          MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+      const std::vector<uint8_t> q = Host(d->act_q), sf = Host(d->act_sf);
+      ASSERT_TRUE(testbed::Poison(*d).ok());
+      const std::vector<uint16_t> poisoned = Host(d->out);
+      for (TimingVariant v : {TimingVariant::kNoEpilogue, TimingVariant::kOneGroupMma}) {
+        const absl::Status st = internal::RunOutProj(testbed::ArgsFor(*d, o), nullptr,
+                                                     CheckMode::kChecked, TimingKernels(v));
+        ASSERT_TRUE(st.ok()) << st;
+        EXPECT_EQ(Host(d->act_q), q) << "variant " << static_cast<int>(v);
+        EXPECT_EQ(Host(d->act_sf), sf) << "variant " << static_cast<int>(v);
+        EXPECT_EQ(Host(d->out), poisoned) << "out written by timing variant " << static_cast<int>(v);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace h3::bench

@@ -1,0 +1,73 @@
+#ifndef H3_KERNELS_ARCH_CUH_
+#define H3_KERNELS_ARCH_CUH_
+
+// The architecture policies of the fused kernel and the one place a target is chosen. The kernel
+// templates (OutProjKernel<Cfg, Arch, ...>) take the policy as a type and call only its members
+// for what differs between targets; no other product header branches on the architecture.
+//
+//   Sm120               the product: sm_120f, every SM12x part (RTX 50xx, RTX PRO 6000, GB10).
+//   sm90::Sm90Emulated  Hopper validation (kernels/sm90/arch.cuh): the same kernel code with the
+//                       block-scaled MMA and the e2m1 conversion emulated exactly.
+//
+// A policy's members:
+//   kCompiledHere        true in the nvcc pass of its target: a kernel instantiated for another
+//                        pass compiles to a trap (the launcher picks by device, launch.cuh)
+//   kNativeMma           the MMA is the SM120 instruction itself
+//   Mma, WarpTileMma     one block-scaled m16n8k64 / one k-step of a warp tile (mma.cuh)
+//   E2m1Byte             two e2m1 codes as a byte (quantize.cuh)
+//   QuantizeBlock        one 16-element block from 8 words of bf16 pairs (quantize.cuh)
+//   UnscaleAcc           an accumulator to the contract's f32 sum (identity on SM120)
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/mma.cuh"
+#include "kernels/quantize.cuh"
+#include "kernels/sm90/arch.cuh"
+#include "kernels/warp_acc.cuh"
+
+namespace h3::kernels {
+
+struct Sm120 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+  static constexpr bool kCompiledHere = true;
+#else
+  static constexpr bool kCompiledHere = false;
+#endif
+  static constexpr bool kNativeMma = true;
+
+  __device__ __forceinline__ static void Mma(float (&c)[4], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2], uint32_t sfa, uint32_t sfb) {
+    MmaBlockScaledNative(c, a, b, sfa, sfb);
+  }
+  template <class Cfg, int kNJ>
+  __device__ __forceinline__ static void WarpTileMma(WarpAcc<Cfg>& acc, int j0,
+                                                     const uint32_t (&a)[Cfg::kMFrags][4],
+                                                     const uint32_t (&b)[kNJ][2],
+                                                     const uint32_t (&sfa)[Cfg::kMFrags],
+                                                     const uint32_t (&sfb)[kNJ]) {
+    WarpTileMmaNative<Cfg, kNJ>(acc, j0, a, b, sfa, sfb);
+  }
+  __device__ __forceinline__ static uint32_t E2m1Byte(float even, float odd) {
+    return F32x2ToE2m1ByteNative(even, odd);
+  }
+  template <class OsSource>
+  __device__ __forceinline__ static uint32_t QuantizeBlock(const uint32_t (&w)[8],
+                                                           const OsSource& os_src,
+                                                           uint32_t (&packed)[2]) {
+    return QuantizeBlockWords<Sm120>(w, os_src, packed);
+  }
+  __device__ __forceinline__ static float UnscaleAcc(float acc) { return acc; }
+};
+
+// The policy of the nvcc pass being compiled, for device code that is not a kernel template
+// (the standalone quantizer, the instruction-level tests, the probe). Meaningless on the host.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+using TargetArch = Sm120;
+#else
+using TargetArch = sm90::Sm90Emulated;
+#endif
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_ARCH_CUH_

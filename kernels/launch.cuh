@@ -1,0 +1,206 @@
+#ifndef H3_KERNELS_LAUNCH_CUH_
+#define H3_KERNELS_LAUNCH_CUH_
+
+// The launcher of the fused kernel's instances (host code, compiled by nvcc): the (build, tile)
+// -> kernel dispatch from the registry (tiles.h), TMA descriptors, per-context configuration and
+// the launch. MakeKernelSet<Variant>() is a KernelSet (kernel_set.h); the product's is built in
+// out_proj_launch.cu, the bench's timing variants in harness/bench. Arguments are validated by
+// out_proj.cc before they get here.
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+
+#include "kernels/arch.cuh"
+#include "kernels/config.cuh"
+#include "kernels/granularity.h"
+#include "kernels/kernel_set.h"
+#include "kernels/out_proj_kernel.cuh"
+#include "kernels/params.h"
+#include "kernels/rings.cuh"
+#include "kernels/sm90/fast_kernel.cuh"
+#include "kernels/tiles.h"
+
+namespace h3::kernels {
+
+// The host API's published granularity (granularity.h) is every instance's tiling.
+template <class Cfg>
+constexpr bool TilesTheApi() {
+  return kOutProjTileM == Cfg::kBM && kOutProjNMultiple % Cfg::kNMultiple == 0 &&
+         kOutProjKMultiple % Cfg::kKMultiple == 0 && kOutProjKMultiple == kChunkQuantum;
+}
+
+// One kernel instance: its config, its shared memory and its __global__ function.
+template <class Cfg_, class Storage_, class Fn>
+struct KernelInstance {
+  using Cfg = Cfg_;
+  using Storage = Storage_;
+  Fn* fn;
+  static constexpr int kSmemBytes = DynamicSmemBytes<Storage>();
+  static_assert(kSmemBytes <= Cfg::kSmemBudget, "shared memory over the config's budget");
+  static_assert(TilesTheApi<Cfg>(), "the API's granularity tiles this config");
+};
+template <class Cfg, class Storage, class Fn>
+KernelInstance<Cfg, Storage, Fn> MakeInstance(Fn* fn) {
+  return {fn};
+}
+
+// The SM120 kernel of config Cfg with the policy of `build`.
+template <class Cfg, class Variant, class F>
+auto WithArch(KernelBuild build, F&& f) {
+  if (build == KernelBuild::kSm120Native) {
+    return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, Sm120, Variant>));
+  }
+  return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, sm90::Sm90Emulated, Variant>));
+}
+
+// The one place that maps (build, tile) to a kernel instance: calls f(instance).
+template <class Variant, class F>
+auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
+  if (build == KernelBuild::kSm90Fast) {
+    return f(MakeInstance<sm90::Sm90Config, sm90::Sm90Storage>(&sm90::FastKernel<Variant>));
+  }
+  if (tile == OutProjTile::kAuto) tile = kOutProjTileDefault;
+  switch (tile) {
+#define H3_TILE_CASE(id, code, name, cfg, what) \
+  case OutProjTile::id:                         \
+    return WithArch<cfg, Variant>(build, f);
+    H3_OUT_PROJ_TILES(H3_TILE_CASE)
+#undef H3_TILE_CASE
+    case OutProjTile::kAuto:
+      break;
+  }
+  return WithArch<Sm120Config, Variant>(build, f);  // unreachable: the host API validated tile
+}
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled is a driver API: fetched through the runtime so only cudart_static
+// is linked.
+inline cudaError_t GetEncodeTiled(EncodeTiledFn* fn) {
+  static std::once_flag once;
+  static EncodeTiledFn cached = nullptr;
+  static cudaError_t status = cudaSuccess;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    status = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                              cudaEnableDefault, &q);
+    if (status == cudaSuccess && q != cudaDriverEntryPointSuccess) status = cudaErrorNotSupported;
+    cached = reinterpret_cast<EncodeTiledFn>(f);
+  });
+  *fn = cached;
+  return status;
+}
+
+// A [rows, row_bytes] u8 matrix, box [box_rows, box_bytes].
+inline cudaError_t EncodeU8Map(EncodeTiledFn encode, CUtensorMap* map, const void* base,
+                               uint64_t rows, uint64_t row_bytes, uint32_t box_rows,
+                               uint32_t box_bytes, CUtensorMapSwizzle swizzle) {
+  const cuuint64_t dims[2] = {row_bytes, rows};
+  const cuuint64_t strides[1] = {row_bytes};
+  const cuuint32_t box[2] = {box_bytes, box_rows};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims,
+                            strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // out-of-bounds rows read 0
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <class Instance>
+cudaError_t Configure(const Instance& k, int* resident_ctas) {
+  using Cfg = typename Instance::Cfg;
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess) {
+    e = cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Instance::kSmemBytes);
+  }
+  if (e == cudaSuccess) {
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, Cfg::kThreads,
+                                                      Instance::kSmemBytes);
+  }
+  if (e != cudaSuccess) return e;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  *resident_ctas = sms * per_sm;
+  return cudaSuccess;
+}
+
+template <class Instance>
+cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
+                   cudaStream_t stream, const char** what) {
+  using Cfg = typename Instance::Cfg;
+  EncodeTiledFn encode = nullptr;
+  cudaError_t e = GetEncodeTiled(&encode);
+  if (e != cudaSuccess) {
+    *what = "cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)";
+    return e;
+  }
+  CUtensorMap tmap_aq, tmap_asf, tmap_wq;
+  const uint64_t m = static_cast<uint64_t>(p.m);
+  // Code tiles swizzled with the mode of their row width (fragment_math.h SwizzleOffset); the
+  // activation-scale box is [kBM][16 B] (config.cuh kSfaBoxBytes), unswizzled.
+  constexpr CUtensorMapSwizzle kCodeSwizzle =
+      Cfg::kRowBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  e = EncodeU8Map(encode, &tmap_aq, p.act_q, m, p.k / 2, Cfg::kBM, Cfg::kRowBytes, kCodeSwizzle);
+  if (e == cudaSuccess) {
+    e = EncodeU8Map(encode, &tmap_asf, p.act_sf, m, p.k / Cfg::kSfVec, Cfg::kBM, Cfg::kSfaBoxBytes,
+                    CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  if (e == cudaSuccess) {
+    // One box per ring stage: the whole tile's kBN rows, or (skewed) one group's kGroupBN. The
+    // map has n rows: the missing rows of a half tile at the end of N read as zeros.
+    e = EncodeU8Map(encode, &tmap_wq, p.w_q, p.n, p.k / 2, Cfg::kGroupBN, Cfg::kRowBytes,
+                    kCodeSwizzle);
+  }
+  if (e != cudaSuccess) {
+    *what = "cuTensorMapEncodeTiled";
+    return e;
+  }
+  if (resident_ctas < 1) {
+    *what = "launch geometry (the kernel was not configured in this context)";
+    return cudaErrorInvalidConfiguration;
+  }
+  const int64_t tiles = ((p.m + Cfg::kBM - 1) / Cfg::kBM) * ((p.n + Cfg::kBN - 1) / Cfg::kBN);
+  // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
+  // report (and clear) an unrelated earlier error of the caller's.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(tiles < resident_ctas ? tiles : resident_ctas));
+  config.blockDim = dim3(Cfg::kThreads);
+  config.dynamicSmemBytes = Instance::kSmemBytes;
+  config.stream = stream;
+  e = cudaLaunchKernelEx(&config, k.fn, tmap_aq, tmap_asf, tmap_wq, p);
+  if (e != cudaSuccess) *what = "kernel launch";
+  return e;
+}
+
+// Every (build, tile) instance of Variant, behind the KernelSet entry points.
+template <class Variant>
+KernelSet MakeKernelSet() {
+  KernelSet set;
+  set.configure = [](KernelBuild build, OutProjTile tile, int* resident_ctas) {
+    return WithKernel<Variant>(build, tile, [&](const auto& k) { return Configure(k, resident_ctas); });
+  };
+  set.launch = [](const OutProjParams& p, KernelBuild build, OutProjTile tile, int resident_ctas,
+                  cudaStream_t stream, const char** what) {
+    return WithKernel<Variant>(
+        build, tile, [&](const auto& k) { return Launch(k, p, resident_ctas, stream, what); });
+  };
+  set.smem_bytes = [](KernelBuild build, OutProjTile tile) {
+    return WithKernel<Variant>(build, tile, [](const auto& k) {
+      return int{std::remove_reference_t<decltype(k)>::kSmemBytes};
+    });
+  };
+  return set;
+}
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_LAUNCH_CUH_

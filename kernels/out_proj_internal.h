@@ -1,0 +1,21 @@
+#ifndef H3_KERNELS_OUT_PROJ_INTERNAL_H_
+#define H3_KERNELS_OUT_PROJ_INTERNAL_H_
+
+// The host API with its kernels as a parameter: MinimaxH3Nvfp4OutProj runs the product's
+// (kernels::ProductKernels()); the bench's testonly timing variants (harness/bench) run theirs
+// through the same validation, workspaces and launch. Not part of the public API.
+
+#include <cuda_runtime.h>
+
+#include "absl/status/status.h"
+#include "kernels/kernel_set.h"
+#include "kernels/out_proj.h"
+
+namespace h3::internal {
+
+absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
+                        const kernels::KernelSet& kernels);
+
+}  // namespace h3::internal
+
+#endif  // H3_KERNELS_OUT_PROJ_INTERNAL_H_

@@ -1,0 +1,63 @@
+#ifndef H3_KERNELS_TILES_H_
+#define H3_KERNELS_TILES_H_
+
+// The registry of the SM120 kernel's tile configs: one line per config. Everything that names a
+// config derives from it: the public enum OutProjTile (out_proj.h), the host API's validation,
+// the launcher's dispatch (launch.cuh), the C ABI's codes and Python's accepted names
+// (h3_tile_name), the GPU tests' and the bench's lists. Plain C++: g++ and nvcc both read it.
+//
+// Adding a config: define its OutProjConfig in config.cuh (its static_asserts check the shared-
+// memory budget and the pipeline), add one H3_OUT_PROJ_TILE line below with a fresh code (codes
+// are ABI: never reuse one), and run the GPU tests, which cover every registered config. The
+// first line is what "auto" picks.
+//
+//   X(enumerator, code, name, config type in h3::kernels, what it is)
+#define H3_OUT_PROJ_TILES(X)                                                                    \
+  X(k128x256, 1, "128x256", Sm120Config,                                                       \
+    "128 x 256, BK 128, skewed consumer groups: each warpgroup owns an N half and runs a few "  \
+    "stages behind the other, so one half's epilogue runs under the other's MMAs")             \
+  X(k128x128, 2, "128x128", Sm120Config128, "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles") \
+  X(k128x256Lockstep, 3, "128x256_lockstep", Sm120ConfigLockstep,                             \
+    "128 x 256, BK 128, 3 stages, both consumer warpgroups in step")
+
+#include <cstdint>
+
+namespace h3 {
+
+// The tile config of one call: kAuto (code 0) or a registry entry.
+enum class OutProjTile : int32_t {
+  kAuto = 0,
+#define H3_TILE_ENUMERATOR(id, code, name, cfg, what) id = code,
+  H3_OUT_PROJ_TILES(H3_TILE_ENUMERATOR)
+#undef H3_TILE_ENUMERATOR
+};
+
+struct OutProjTileInfo {
+  OutProjTile tile;
+  const char* name;  // what Python's tile= and the tools' --tile= accept
+  const char* what;
+};
+
+// Every registered config, in registry order (kAuto is not one).
+inline constexpr OutProjTileInfo kOutProjTiles[] = {
+#define H3_TILE_INFO(id, code, name, cfg, what) {OutProjTile::id, name, what},
+    H3_OUT_PROJ_TILES(H3_TILE_INFO)
+#undef H3_TILE_INFO
+};
+inline constexpr int kOutProjTileCount = sizeof(kOutProjTiles) / sizeof(kOutProjTiles[0]);
+
+// What kAuto runs: the registry's first config.
+inline constexpr OutProjTile kOutProjTileDefault = kOutProjTiles[0].tile;
+
+// The registry entry of `tile` (kAuto: the default's), or nullptr for a code not registered.
+constexpr const OutProjTileInfo* FindOutProjTile(OutProjTile tile) {
+  if (tile == OutProjTile::kAuto) tile = kOutProjTileDefault;
+  for (const OutProjTileInfo& t : kOutProjTiles) {
+    if (t.tile == tile) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace h3
+
+#endif  // H3_KERNELS_TILES_H_
