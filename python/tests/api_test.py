@@ -109,6 +109,15 @@ class SignatureTest(unittest.TestCase):
                          [("weight", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                            inspect.Parameter.empty)])
 
+    def test_tile_registry(self):
+        # The library's registry (kernels/tiles.h) through the C ABI: codes are ABI, never reused.
+        from minimax_h3_nvfp4 import _native
+        self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
+                                           "128x256_lockstep": 3})
+        lib = _native.lib()
+        self.assertIsNone(lib.h3_tile_name(lib.h3_tile_count()))
+        self.assertEqual(lib.h3_tile_code(-1), -1)
+
     def test_module_path(self):
         import minimax_h3_nvfp4.diffusion_ops as ops
         self.assertIs(ops.minimax_h3_nvfp4_out_proj, minimax_h3_nvfp4.minimax_h3_nvfp4_out_proj)
