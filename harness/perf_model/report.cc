@@ -3,8 +3,10 @@
 
 #include "harness/perf_model/report.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -61,21 +63,28 @@ const char kRule[] =
     "TF/s raw = model; cal = raw x (measured cuBLASLt anchor / model of a cuBLASLt-like GEMM): the "
     "factor absorbs the power-limited clock and whatever the model leaves out.\n";
 
-void PrintComponentHeader() {
-  std::printf("  %-36s %7s %7s %7s %7s %7s %7s %7s %7s %7s %8s %6s %6s  %s\n", "design", "MMA",
-              "L2", "SMEM", "LAT", "MAIN", "EPI", "START", "WAVES", "DRAM", "TOTAL", "raw", "cal",
-              "limiter");
+// The width of a column of design names: the longest name, or the header.
+int NameWidth(const std::vector<Design>& designs, const char* header) {
+  size_t width = std::strlen(header);
+  for (const Design& d : designs) width = std::max(width, d.name.size());
+  return static_cast<int>(width);
 }
 
-void PrintComponentRow(const Design& d, const Prediction& p, double factor) {
+void PrintComponentHeader(int name_width) {
+  std::printf("  %-*s %7s %7s %7s %7s %7s %7s %7s %7s %7s %8s %6s %6s  %s\n", name_width, "design",
+              "MMA", "L2", "SMEM", "LAT", "MAIN", "EPI", "START", "WAVES", "DRAM", "TOTAL", "raw",
+              "cal", "limiter");
+}
+
+void PrintComponentRow(const Design& d, const Prediction& p, double factor, int name_width) {
   if (!p.feasibility.ok) {
-    std::printf("  %-36s INFEASIBLE: %s\n", d.name.c_str(),
+    std::printf("  %-*s INFEASIBLE: %s\n", name_width, d.name.c_str(),
                 absl::StrJoin(p.feasibility.reasons, "; ").c_str());
     return;
   }
   std::printf(
-      "  %-36s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %6.0f %6.0f  %s\n",
-      d.name.c_str(), p.t_mma * kUs, p.t_l2 * kUs, p.t_smem * kUs, p.t_latency * kUs,
+      "  %-*s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %6.0f %6.0f  %s\n",
+      name_width, d.name.c_str(), p.t_mma * kUs, p.t_l2 * kUs, p.t_smem * kUs, p.t_latency * kUs,
       p.t_main * kUs, p.t_epilogue * kUs, p.t_startup * kUs, p.t_waves * kUs, p.t_dram * kUs,
       p.t_total * kUs, p.tflops, p.tflops * factor, p.limiter.c_str());
 }
@@ -213,12 +222,14 @@ std::vector<std::vector<Prediction>> PrintSummary(const Hardware& h,
                                                   const std::vector<Design>& designs,
                                                   const std::vector<int64_t>& ms,
                                                   const Calibration& cal) {
-  std::printf("  calibrated TFLOP/s (raw in brackets), %s\n  %-36s", h.name.c_str(), "design");
+  const int name_width = NameWidth(designs, "design");
+  std::printf("  calibrated TFLOP/s (raw in brackets), %s\n  %-*s", h.name.c_str(), name_width,
+              "design");
   for (int64_t m : ms) std::printf(" %16s", absl::StrFormat("M=%d", m).c_str());
   std::printf("\n");
   std::vector<std::vector<Prediction>> preds(designs.size());
   for (size_t i = 0; i < designs.size(); ++i) {
-    std::printf("  %-36s", designs[i].name.c_str());
+    std::printf("  %-*s", name_width, designs[i].name.c_str());
     for (int64_t m : ms) {
       Problem p;
       p.m = m;
@@ -241,12 +252,13 @@ std::vector<std::vector<Prediction>> PrintSummary(const Hardware& h,
 void PrintComponents(const Hardware& h, const std::vector<Design>& designs,
                      const std::vector<int64_t>& ms, const Calibration& cal,
                      const std::vector<std::vector<Prediction>>& preds, bool verbose) {
+  const int name_width = NameWidth(designs, "design");
   for (size_t j = 0; j < ms.size(); ++j) {
     std::printf("  %s, M = %lld\n", h.name.c_str(), static_cast<long long>(ms[j]));
-    PrintComponentHeader();
+    PrintComponentHeader(name_width);
     size_t best = designs.size();
     for (size_t i = 0; i < designs.size(); ++i) {
-      PrintComponentRow(designs[i], preds[i][j], cal.factor);
+      PrintComponentRow(designs[i], preds[i][j], cal.factor, name_width);
       if (verbose && preds[i][j].feasibility.ok) PrintVerbose(h, designs[i], preds[i][j]);
       if (preds[i][j].feasibility.ok &&
           (best == designs.size() || preds[i][j].tflops > preds[best][j].tflops)) {
@@ -264,12 +276,14 @@ void PrintComponents(const Hardware& h, const std::vector<Design>& designs,
 // DesignLadder(): each step's calibrated TFLOP/s and its gain over the step before.
 void PrintLadder(const Hardware& h, const std::vector<int64_t>& ms, const Calibration& cal) {
   std::printf("  %s: the gain of each choice, cumulatively (calibrated TFLOP/s)\n", h.name.c_str());
-  std::printf("  %-26s", "step");
+  const std::vector<Design> ladder = DesignLadder();
+  const int name_width = NameWidth(ladder, "step");
+  std::printf("  %-*s", name_width, "step");
   for (int64_t m : ms) std::printf(" %14s", absl::StrFormat("M=%d", m).c_str());
   std::printf("  what changed\n");
   std::vector<double> prev(ms.size(), 0);
-  for (const Design& d : DesignLadder()) {
-    std::printf("  %-26s", d.name.c_str());
+  for (const Design& d : ladder) {
+    std::printf("  %-*s", name_width, d.name.c_str());
     for (size_t j = 0; j < ms.size(); ++j) {
       Problem p;
       p.m = ms[j];
