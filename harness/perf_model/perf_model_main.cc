@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/numbers.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
+#include "harness/int_list_flag.h"
 #include "harness/perf_model/model.h"
 #include "harness/perf_model/report.h"
 
@@ -49,16 +51,14 @@ void ApplyOverrides(Hardware& h) {
 }
 
 std::vector<int64_t> ParseMs() {
-  std::vector<int64_t> ms;
-  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_m), ',', absl::SkipEmpty())) {
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(s, &v) || v < 0) {
-      std::fprintf(stderr, "bad --m value '%s'\n", std::string(s).c_str());
-      std::exit(2);
-    }
-    ms.push_back(v);
+  const std::vector<std::string> tokens =
+      absl::StrSplit(absl::GetFlag(FLAGS_m), ',', absl::SkipEmpty());
+  absl::StatusOr<std::vector<int64_t>> ms = ParseIntListFlag("m", tokens, 0);
+  if (!ms.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(ms.status().message()).c_str());
+    std::exit(2);
   }
-  return ms;
+  return *std::move(ms);
 }
 
 std::vector<Design> SelectedDesigns() {
