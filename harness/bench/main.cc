@@ -28,7 +28,11 @@
 
 namespace h3 {
 
-// --sm90_emulation=faithful|fast (ADL finds these for the flag of type Sm90Emulation).
+// --sm90_emulation=faithful|fast (ADL finds these for the flag of type Sm90Emulation; declared
+// before their definitions because no header declares them).
+bool AbslParseFlag(absl::string_view text, Sm90Emulation* mode, std::string* error);
+std::string AbslUnparseFlag(Sm90Emulation mode);
+
 bool AbslParseFlag(absl::string_view text, Sm90Emulation* mode, std::string* error) {
   if (text == "faithful") {
     *mode = Sm90Emulation::kFaithful;
