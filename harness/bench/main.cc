@@ -17,18 +17,22 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
 #include "harness/bench/contenders.h"
 #include "harness/bench/context.h"
 #include "harness/bench/runner.h"
+#include "harness/int_list_flag.h"
 #include "kernels/out_proj.h"
 
 namespace h3 {
 
-// --sm90_emulation=faithful|fast (ADL finds these for the flag of type Sm90Emulation).
+// --sm90_emulation=faithful|fast (ADL finds these for the flag of type Sm90Emulation; declared
+// before their definitions because no header declares them).
+bool AbslParseFlag(absl::string_view text, Sm90Emulation* mode, std::string* error);
+std::string AbslUnparseFlag(Sm90Emulation mode);
+
 bool AbslParseFlag(absl::string_view text, Sm90Emulation* mode, std::string* error) {
   if (text == "faithful") {
     *mode = Sm90Emulation::kFaithful;
@@ -88,14 +92,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "unexpected argument '%s' (see --help)\n", positional[1]);
     return 2;
   }
-  std::vector<int64_t> ms;
-  for (const std::string& v : absl::GetFlag(FLAGS_bench_m)) {
-    int64_t m = 0;
-    if (!absl::SimpleAtoi(v, &m) || m < 1) {
-      std::fprintf(stderr, "--bench_m: expected positive integers, got '%s'\n", v.c_str());
-      return 2;
-    }
-    ms.push_back(m);
+  const absl::StatusOr<std::vector<int64_t>> ms =
+      ParseIntListFlag("bench_m", absl::GetFlag(FLAGS_bench_m), 1);
+  if (!ms.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(ms.status().message()).c_str());
+    return 2;
   }
   const int64_t k = absl::GetFlag(FLAGS_bench_k);
   if (k < 256 || k % 256 != 0 || k > (int64_t{1} << 30)) {
@@ -130,7 +131,7 @@ int Main(int argc, char** argv) {
       ctx->lt() != nullptr
           ? ctx->lt()->description().c_str()
           : absl::StrCat("cuBLAS contenders skipped: ", ctx->lt_status().ToString()).c_str());
-  for (int64_t m : ms) {
+  for (int64_t m : *ms) {
     for (const Contender& c : Contenders()) {
       benchmark::RegisterBenchmark(
           absl::StrCat(c.name, "/M:", m, k_suffix).c_str(),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/model_internal.h"
 
 namespace h3::perf_model {
 
@@ -15,7 +16,15 @@ const char kSassQuant120[] =
     "SASS count of QuantizeNvfp4Kernel's hot path (LDG..STG) when os was computed per block, "
     "as the fused kernel's quantizer still does, sm_120a, nvcc 13.0 + cuobjdump on the H200, "
     "2026-11-30 (the standalone kernel's os table path: 206, sm_120f, session 10)";
+constexpr double kOmmaFlop = 2.0 * 16 * 8 * 64;  // one mma.m16n8k64
 }  // namespace
+
+double Hardware::ClockHz() const {
+  return mma_tflops.value * 1e12 / (sms.value * mma_flop_per_clk_per_sm.value);
+}
+double Hardware::OmmaSeconds() const {
+  return kOmmaFlop / (mma_flop_per_clk_per_sm.value / internal::kSubPartitions) / ClockHz();
+}
 
 Hardware Rtx5090() {
   Hardware h;

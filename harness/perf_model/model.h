@@ -5,7 +5,7 @@
 // code: cited hardware constants, a kernel design (tile, pipeline, warp roles, epilogue and
 // scheduling choices) and Predict(), which returns each component's time and the predicted
 // TFLOP/s. A model, NOT a measurement: every input that nobody measured on the device is marked
-// `assumed`, and the H200 calibration mode (perf_model_main.cc) names what to measure.
+// `assumed`, and the H200 calibration mode (h200_calibration.cc) names what to measure.
 //
 // Units: seconds, bytes, FLOP unless a name says otherwise. "Per SM" times are the critical SM's.
 

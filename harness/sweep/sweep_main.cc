@@ -18,9 +18,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "harness/int_list_flag.h"
 #include "harness/sweep/cases.h"
 #include "harness/sweep/golden.h"
 #include "harness/sweep/gpu_backend.h"
@@ -89,17 +89,14 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<int64_t> extra;
-  for (const std::string& s : absl::GetFlag(FLAGS_extra_m)) {
-    int64_t m = 0;
-    if (!absl::SimpleAtoi(s, &m) || m < 0) {
-      std::fprintf(stderr, "--extra_m: expected non-negative integers, got '%s'\n", s.c_str());
-      return 2;
-    }
-    extra.push_back(m);
+  const absl::StatusOr<std::vector<int64_t>> extra =
+      ParseIntListFlag("extra_m", absl::GetFlag(FLAGS_extra_m), 0);
+  if (!extra.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(extra.status().message()).c_str());
+    return 2;
   }
   std::vector<CaseSpec> all = DefaultCases();
-  for (CaseSpec& c : ExtraMCases(extra)) all.push_back(std::move(c));
+  for (CaseSpec& c : ExtraMCases(*extra)) all.push_back(std::move(c));
   absl::StatusOr<std::vector<CaseSpec>> cases =
       FilterCases(std::move(all), absl::GetFlag(FLAGS_filter));
   if (!cases.ok()) {

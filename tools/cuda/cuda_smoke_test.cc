@@ -18,6 +18,21 @@ uint16_t Bf16(float f) {
   return static_cast<uint16_t>(u >> 16);  // exact for the values used below
 }
 
+// The __CUDA_ARCH__ of the image the runtime picks on a device of compute capability
+// major.minor, from the archs the smoke kernel is built for: sm_90a runs on 9.0 only (900), and
+// sm_120f is the SM12x family build, one image (__CUDA_ARCH__ 1200) that runs on every 12.x part
+// (sm_120: RTX 50xx, RTX PRO 6000; sm_121: GB10).
+int ExpectedCudaArch(int major, int minor) {
+  if (major == 12) return 1200;
+  return major * 100 + minor * 10;
+}
+
+TEST(CudaSmokeTest, ExpectedArchFollowsTheFamilyBuild) {
+  EXPECT_EQ(ExpectedCudaArch(9, 0), 900);
+  EXPECT_EQ(ExpectedCudaArch(12, 0), 1200);
+  EXPECT_EQ(ExpectedCudaArch(12, 1), 1200);  // GB10 runs the sm_120f image
+}
+
 TEST(CudaSmokeTest, KernelRunsAndComputes) {
   H3_SKIP_WITHOUT_GPU();
   cudaDeviceProp prop{};
@@ -45,8 +60,8 @@ TEST(CudaSmokeTest, KernelRunsAndComputes) {
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_EQ(got[i], want[i]) << "element " << i << " input " << cases[i].first;
   }
-  // The SASS that ran matches the device (sm_90a build on Hopper, sm_120a on SM120).
-  EXPECT_EQ(arch, prop.major * 100 + prop.minor * 10);
+  // The SASS that ran is the one built for the device (sm_90a on Hopper, sm_120f on SM12x).
+  EXPECT_EQ(arch, ExpectedCudaArch(prop.major, prop.minor));
   std::printf("cuda_smoke_test: ran on %s (sm_%d%d), kernel compiled for __CUDA_ARCH__=%d\n",
               prop.name, prop.major, prop.minor, arch);
   cudaFree(dx);

@@ -10,9 +10,26 @@ Configuration:
   --define=cuda_ptxas_verbose=1         also prints ptxas' resource report (.bazelrc: --config=ptxas)
 The report (registers, shared memory, spills per kernel) is always written beside the object as
 <name>_<src>.ptxas.txt in bazel-bin.
+
+Build gates (ptxas_gate.sh), on by default (`ptxas_gate = True`): the compile fails when ptxas
+reports spill stores or loads in a function built for one of `gated_archs` (default: the SM12x
+family build, sm_120f; the sm_90a validation builds spill, known and accepted), or ignores
+setmaxnreg (C7506 and its kin) for any architecture. Host code is compiled by g++ through nvcc
+with H3_WARNINGS (tools/build/copts.bzl) as errors, less -Wmissing-declarations (_HOST_WARNINGS).
 """
 
+load("//tools/build:copts.bzl", "H3_WARNINGS")
+
 _NVCC = "/usr/local/cuda/bin/nvcc"
+
+# nvcc passes its own headers to g++ with -I; as a system directory they trip no warning (g++
+# drops an -I that repeats an -isystem).
+_CUDA_INCLUDE = "/usr/local/cuda/targets/x86_64-linux/include"
+
+# The project's warnings for the host code g++ compiles through nvcc, less -Wmissing-declarations:
+# nvcc's front end renames anonymous namespaces (_GLOBAL__N_...), so every function in one would
+# trip it.
+_HOST_WARNINGS = [w for w in H3_WARNINGS if w != "-Wmissing-declarations"] + ["-Werror"]
 
 # Architecture name -> nvcc -gencode. The `a` variants are needed for wgmma/setmaxnreg (sm_90a);
 # the block-scaled mma.sync needs sm_120a or the family target sm_120f (PTX 8.8+), whose SASS runs
@@ -37,10 +54,12 @@ def _cuda_objects_impl(ctx):
     verbose = ctx.var.get("cuda_ptxas_verbose", "0") == "1"
     dep_headers = []
     includes = []
+    system_includes = []  # third-party headers (the CUDA Toolkit's): exempt from the warnings
     for dep in ctx.attr.deps:
         cc = dep[CcInfo].compilation_context
         dep_headers.append(cc.headers)
-        includes += cc.includes.to_list() + cc.quote_includes.to_list() + cc.system_includes.to_list()
+        includes += cc.includes.to_list() + cc.quote_includes.to_list()
+        system_includes += cc.system_includes.to_list()
     headers = depset(ctx.files.hdrs, transitive = dep_headers)
 
     objs = []
@@ -50,19 +69,26 @@ def _cuda_objects_impl(ctx):
         obj = ctx.actions.declare_file("_objs/%s/%s.pic.o" % (ctx.label.name, stem))
         report = ctx.actions.declare_file("%s_%s.ptxas.txt" % (ctx.attr.library_name, stem))
         args = ctx.actions.args()
-        args.add_all([report, "1" if verbose else "0", _NVCC])
+        args.add_all([report, "1" if verbose else "0"])
+        args.add(ctx.file._gate.path if ctx.attr.ptxas_gate else "")
+        args.add(",".join(ctx.attr.gated_archs))
+        args.add(src.short_path)
+        args.add(_NVCC)
         args.add_all(["-c", "-std=c++17", "-O3", "-lineinfo", "-Xptxas=-v"])
         args.add_all(["-Xcompiler=-fPIC", "-Xcompiler=-ffp-contract=off"])
+        args.add_all(_HOST_WARNINGS, format_each = "-Xcompiler=%s")
+        args.add("-Xcompiler=-isystem," + _CUDA_INCLUDE)
         args.add_all([_GENCODE[a] for a in archs])
         args.add_all(["-I.", "-I" + ctx.bin_dir.path, "-I" + ctx.genfiles_dir.path])
         args.add_all(depset(includes), format_each = "-I%s")
+        args.add_all(depset(system_includes), format_each = "--system-include=%s")
         args.add_all(ctx.attr.defines, format_each = "-D%s")
         args.add_all(ctx.attr.copts)
         args.add_all(["-o", obj, src])
         ctx.actions.run(
             executable = ctx.executable._wrapper,
             arguments = [args],
-            inputs = depset([src], transitive = [headers]),
+            inputs = depset([src, ctx.file._gate], transitive = [headers]),
             outputs = [obj, report],
             mnemonic = "NvccCompile",
             progress_message = "nvcc %s (%s)" % (src.short_path, ", ".join(archs)),
@@ -85,6 +111,9 @@ _cuda_objects = rule(
         "defines": attr.string_list(),
         "copts": attr.string_list(),
         "library_name": attr.string(),
+        "ptxas_gate": attr.bool(),
+        "gated_archs": attr.string_list(),
+        "_gate": attr.label(default = "//tools/cuda:ptxas_gate.sh", allow_single_file = True),
         "_wrapper": attr.label(
             default = "//tools/cuda:nvcc_wrapper",
             executable = True,
@@ -101,10 +130,15 @@ def cuda_library(
         archs = ["sm_90a", "sm_120f"],
         defines = [],
         copts = [],
+        ptxas_gate = True,
+        gated_archs = ["sm_120f"],
         visibility = None,
         tags = [],
         **kwargs):
-    """A cc_library made of nvcc-compiled .cu sources (see the module docstring)."""
+    """A cc_library made of nvcc-compiled .cu sources (see the module docstring).
+
+    ptxas_gate: fail the build on spills in `gated_archs` or an ignored setmaxnreg (any arch).
+    """
     _cuda_objects(
         name = name + "_cuda_objects",
         srcs = srcs,
@@ -114,6 +148,8 @@ def cuda_library(
         defines = defines,
         copts = copts,
         library_name = name,
+        ptxas_gate = ptxas_gate,
+        gated_archs = gated_archs,
         tags = tags,
         visibility = ["//visibility:private"],
     )

@@ -1,0 +1,33 @@
+#ifndef H3_HARNESS_PERF_MODEL_REPORT_H_
+#define H3_HARNESS_PERF_MODEL_REPORT_H_
+
+// The perf_model tool's printed reports (perf_model_main.cc picks one from its flags).
+
+#include <cstdint>
+#include <vector>
+
+#include "harness/perf_model/model.h"
+
+namespace h3::perf_model {
+
+inline constexpr double kUs = 1e6;  // seconds -> microseconds
+
+struct ReportOptions {
+  bool verbose = false;  // each design's per-stage breakdown
+  bool ladder = true;    // the gain of each design choice, cumulatively
+};
+
+// The hardware's constants, each with its source.
+void PrintHardware(const Hardware& h);
+
+// Per GPU: the calibration, the designs' TFLOP/s per M, their components per M (and the best),
+// the ladder, and what caps `current`.
+void PrintSm120Report(const std::vector<Hardware>& hws, const std::vector<Design>& designs,
+                      const std::vector<int64_t>& ms, const ReportOptions& options);
+
+// The model's predictions of the terms measurable on the H200 (h200: H200(), overrides applied).
+void PrintH200Calibration(const Hardware& h200);
+
+}  // namespace h3::perf_model
+
+#endif  // H3_HARNESS_PERF_MODEL_REPORT_H_
