@@ -78,7 +78,9 @@ TEST(Gemm, ExactDataIsExactAndBoundIsZero) {
       const AccInterval iv = AccBound(ExactDot(ai, m, wi, n), 512);
       EXPECT_TRUE(iv.exact);
       EXPECT_EQ(iv.lo, iv.hi);
-      if (exact(m, n) != 0.0f) EXPECT_EQ(ToBits(iv.lo), ToBits(exact(m, n)));
+      if (exact(m, n) != 0.0f) {
+        EXPECT_EQ(ToBits(iv.lo), ToBits(exact(m, n)));
+      }
     }
   }
 }

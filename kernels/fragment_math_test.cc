@@ -378,7 +378,9 @@ TEST(FragmentMathTest, E2m1MagnitudeMagicMatchesEmulator) {
                         5.0f, 6.0f, 7.0f, 8.0f, 3.4028235e38f}) {
     for (int d = -64; d <= 64; ++d) {
       const uint32_t bits = F32Bits(p) + d;
-      if (bits <= 0x7F800000u) ASSERT_TRUE(check(bits)) << std::hex << "0x" << bits;
+      if (bits <= 0x7F800000u) {
+        ASSERT_TRUE(check(bits)) << std::hex << "0x" << bits;
+      }
     }
   }
 }
