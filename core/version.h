@@ -2,8 +2,8 @@
 #define H3_CORE_VERSION_H_
 
 // The project's version, printed by every command-line tool's --version. The Python package's
-// __version__ (python/minimax_h3_nvfp4/__init__.py) must say the same; //python:version_test
-// checks that they agree.
+// __version__ (python/minimax_h3_nvfp4/__init__.py) must say the same; //python:api_test
+// (DocAndVersionTest) checks that they agree.
 #define H3_VERSION "0.1.0"
 
 namespace h3 {
