@@ -291,8 +291,8 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     ml_dtypes.bfloat16 arrays); minimax_h3_nvfp4.bf16 converts from and to float32.
 
     Returns:
-      out, bf16 [M, N]: a torch tensor on attn_out's device, or a NumPy array of residual's
-      dtype (uint16 bits or ml_dtypes.bfloat16); `out` itself when given.
+      out, bf16 [M, N]: a torch tensor on attn_out's device, or a NumPy array of
+      residual's dtype (uint16 bits or ml_dtypes.bfloat16); `out` itself when given.
     Raises (before anything is written):
       TypeError: an operand of the wrong type or dtype (e.g. gate_index not int32), or a
         keyword extra that is not a string.

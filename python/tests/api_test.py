@@ -398,7 +398,7 @@ class ErrorTest(unittest.TestCase):
             ("gate 1-D", {"gate": c["gate"].reshape(-1)}, {}, ValueError,
              r"^%s: gate must be 2-D \[G, N\], got shape \[1152\]$" % OP),
             ("act_global_scale inf", {"act_global_scale": np.full(1, np.inf, np.float32)}, {},
-             ValueError, r"^%s: act_global_scale: expected a finite value > 0, got inf$" % OP),
+             ValueError, r"^%s: act_global_scale: expected a finite value > 0, got inf" % OP),
         ]
         for what, replace, kw, exc, pattern in rows:
             with self.subTest(what):
