@@ -476,9 +476,8 @@ TEST(ToolsTest, OutputsAllOrNothing) {
        "res/out.npy: is a file, expected a folder for the results", true},
       {"quantize_weight, fresh folder", "quantize_weight", "--weight=w.npy --out_dir=res",
        "res/o_weight_global_scale.npy", "res/o_weight_global_scale.npy: is a directory", false},
-      {"quantize_weight, earlier results kept", "quantize_weight",
-       "--weight=w.npy --out_dir=res", "res/o_weight_sf.npy", "res/o_weight_sf.npy: is a directory",
-       true},
+      {"quantize_weight, earlier results kept", "quantize_weight", "--weight=w.npy --out_dir=res",
+       "res/o_weight_sf.npy", "res/o_weight_sf.npy: is a directory", true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
