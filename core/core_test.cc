@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/aliasing.h"
+#include "core/cuda_diagnosis.h"
 #include "core/formats.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
@@ -93,16 +94,49 @@ TEST(Shape, Validate) {
     OpShape shape;
     const char* says;
   } bad[] = {
-      {{-1, 8, 64, 1}, "shape.m: expected >= 0, got -1"},
-      {{1, 0, 64, 1}, "shape.n: expected >= 1, got 0"},
-      {{1, 8, 96, 1}, "shape.k: expected a positive multiple of 64, got 96"},
-      {{1, 8, 0, 1}, "shape.k: expected a positive multiple of 64, got 0"},
-      {{1, 8, 64, 0}, "shape.g: expected >= 1, got 0"},
+      {{-1, 8, 64, 1}, "shape.m (the rows M of attn_out [M, K]) must be >= 0, got -1"},
+      {{1, 0, 64, 1}, "shape.n (the rows N of o_weight_q [N, K/2]) must be >= 1, got 0"},
+      {{1, 8, 96, 1},
+       "shape.k (the columns K of attn_out [M, K]) must be a positive multiple of 64, got 96"},
+      {{1, 8, 0, 1},
+       "shape.k (the columns K of attn_out [M, K]) must be a positive multiple of 64, got 0"},
+      {{1, 8, 64, 0}, "shape.g (the rows G of gate [G, N]) must be >= 1, got 0"},
   };
   for (const auto& b : bad) {
     const absl::Status st = ValidateShape(b.shape);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(st.message(), b.says);
+  }
+}
+
+TEST(CudaDiagnosis, NoDeviceReasons) {
+  const struct {
+    int error;
+    const char* name;
+    int driver, runtime;
+    const char* says;
+  } rows[] = {
+      {kCudaErrorInsufficientDriver, "cudaErrorInsufficientDriver", 0, 13000,
+       "no NVIDIA driver or GPU found (cudaGetDeviceCount: cudaErrorInsufficientDriver; no "
+       "driver is installed)"},
+      {kCudaErrorNoDevice, "cudaErrorNoDevice", 0, 13000,
+       "no NVIDIA driver or GPU found (cudaGetDeviceCount: cudaErrorNoDevice; no driver is "
+       "installed)"},
+      {kCudaErrorInsufficientDriver, "cudaErrorInsufficientDriver", 12080, 13000,
+       "the NVIDIA driver supports CUDA 12.8, older than this build's CUDA 13.0 runtime: install "
+       "driver R580 or newer (cudaGetDeviceCount: cudaErrorInsufficientDriver)"},
+      {kCudaErrorInsufficientDriver, "cudaErrorInsufficientDriver", 11040, 12060,
+       "the NVIDIA driver supports CUDA 11.4, older than this build's CUDA 12.6 runtime: install "
+       "a driver for CUDA 12.6 or newer (cudaGetDeviceCount: cudaErrorInsufficientDriver)"},
+      {kCudaErrorNoDevice, "cudaErrorNoDevice", 13000, 13000,
+       "no NVIDIA GPU found; the driver (CUDA 13.0) is installed (cudaGetDeviceCount: "
+       "cudaErrorNoDevice)"},
+      {999, "cudaErrorUnknown", 13000, 13000,
+       "cudaGetDeviceCount: cudaErrorUnknown: unknown error"},
+  };
+  for (const auto& r : rows) {
+    EXPECT_EQ(NoCudaDeviceReason(r.error, r.name, "unknown error", r.driver, r.runtime), r.says)
+        << r.name << " driver " << r.driver;
   }
 }
 

@@ -27,7 +27,9 @@ struct OpShape {
   int64_t g = kH3G;
 };
 
-// m >= 0, n >= 1, k > 0 && k % 64 == 0 (one mma.m16n8k64 k step), g >= 1.
+// m >= 0, n >= 1, k > 0 && k % 64 == 0 (one mma.m16n8k64 k step), g >= 1. Errors name the
+// dimension and the operand it comes from: "shape.k (the columns K of attn_out [M, K]) must be
+// ...".
 absl::Status ValidateShape(const OpShape& shape);
 
 }  // namespace h3

@@ -29,6 +29,12 @@ unsigned __int128 Magnitude(__int128 v) {
   return v < 0 ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
 }
 
+// v * 2^n for a signed v whose result fits: shifting a negative value left is undefined
+// before C++20 (UBSan), the unsigned shift is the same two's complement bits.
+__int128 ShiftLeft(__int128 v, int n) {
+  return static_cast<__int128>(static_cast<unsigned __int128>(v) << n);
+}
+
 // RN_f32(c + s * 2^-20), the sum formed exactly (|s| < 2^52 here).
 float RoundSum(float c, __int128 s) {
   if (std::isnan(c) || std::isinf(c)) return c;  // s is finite
@@ -48,7 +54,7 @@ float RoundSum(float c, __int128 s) {
   if (std::abs(msb_s - msb_c) <= 60) {
     // Align both to the finer lsb; the coarser term ends up below bit 112.
     const int e = ce < -20 ? ce : -20;
-    const __int128 total = (s << (-20 - e)) + (cm << (ce - e));
+    const __int128 total = ShiftLeft(s, -20 - e) + ShiftLeft(cm, ce - e);
     if (total == 0) return 0.0f;  // exact cancellation is +0
     return ScaledInt128ToF32(total, e, RoundMode::kNearestEven);
   }
@@ -59,7 +65,7 @@ float RoundSum(float c, __int128 s) {
   const int big_e = s_larger ? -20 : ce;
   const int small_sign = (s_larger ? cm : s) > 0 ? 1 : -1;
   const int up = 100 - BitLength(Magnitude(big));
-  return ScaledInt128ToF32((big << up) + small_sign, big_e - up, RoundMode::kNearestEven);
+  return ScaledInt128ToF32(ShiftLeft(big, up) + small_sign, big_e - up, RoundMode::kNearestEven);
 }
 
 }  // namespace

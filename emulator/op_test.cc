@@ -175,11 +175,14 @@ TEST(RunOp, ValidationErrorsNameTheArgumentAndWriteNothing) {
   std::vector<uint8_t> short8(5);
   std::vector<int32_t> short32(2);
   const Case kCases[] = {
-      {"shape.m: expected >= 0, got -1", [](OpInputs& in, Outputs&) { in.shape.m = -1; }},
-      {"shape.n: expected >= 1, got 0", [](OpInputs& in, Outputs&) { in.shape.n = 0; }},
-      {"shape.k: expected a positive multiple of 64, got 32",
+      {"shape.m (the rows M of attn_out [M, K]) must be >= 0, got -1",
+       [](OpInputs& in, Outputs&) { in.shape.m = -1; }},
+      {"shape.n (the rows N of o_weight_q [N, K/2]) must be >= 1, got 0",
+       [](OpInputs& in, Outputs&) { in.shape.n = 0; }},
+      {"shape.k (the columns K of attn_out [M, K]) must be a positive multiple of 64, got 32",
        [](OpInputs& in, Outputs&) { in.shape.k = 32; }},
-      {"shape.g: expected >= 1, got 0", [](OpInputs& in, Outputs&) { in.shape.g = 0; }},
+      {"shape.g (the rows G of gate [G, N]) must be >= 1, got 0",
+       [](OpInputs& in, Outputs&) { in.shape.g = 0; }},
       {"attn_out: expected 192 elements (m*k), got 5",
        [&](OpInputs& in, Outputs&) { in.attn_out = short16; }},
       {"o_weight_q: expected 256 elements (n*k/2), got 5",

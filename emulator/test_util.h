@@ -5,6 +5,7 @@
 // arithmetic with one explicit rounding per f32 operation, and brute-force
 // nearest-even over all codes), random data, and an op-input bundle.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,12 +112,14 @@ inline void RefQuantizeBlock16(const float x[16], float gs, uint8_t* sf, uint8_t
   }
 }
 
-// Random bf16 with a spread of exponents around 2^0 (finite).
+// Random bf16 with a spread of exponents around 2^0 (finite). Exponents below -126 give
+// subnormals (exponent field 0): shifting a negative field was undefined (UBSan).
 inline uint16_t RandomBf16(absl::BitGen& gen, int emin = -8, int emax = 8) {
   const int e = absl::Uniform<int>(absl::IntervalClosed, gen, emin, emax);
   const uint16_t mant = absl::Uniform<uint16_t>(gen, 0, 128);
   const uint16_t sign = absl::Bernoulli(gen, 0.5) ? 0x8000 : 0;
-  return sign | static_cast<uint16_t>((e + 127) << 7) | mant;
+  const int field = std::clamp(e + 127, 0, 254);
+  return sign | static_cast<uint16_t>(field << 7) | mant;
 }
 
 // Owns everything an OpInputs points to.

@@ -20,11 +20,9 @@ absl::StatusOr<std::vector<int64_t>> ParseIntListFlag(absl::string_view flag_nam
   for (const std::string& token : tokens) {
     int64_t v = 0;
     if (!absl::SimpleAtoi(token, &v) || v < min_value) {
-      const std::string expected = min_value == 1   ? "positive integers"
-                                   : min_value == 0 ? "non-negative integers"
-                                                    : absl::StrCat("integers >= ", min_value);
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag_name, ": expected ", expected, ", got '", token, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--", flag_name,
+                                                     " must be comma-separated integers >= ",
+                                                     min_value, ", got '", token, "'"));
     }
     values.push_back(v);
   }

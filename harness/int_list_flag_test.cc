@@ -52,18 +52,18 @@ struct Bad {
 
 TEST(IntListFlagTest, RejectsTheFirstBadTokenNamingTheFlag) {
   const Bad cases[] = {
-      {"bench_m", "abc", 1, "--bench_m: expected positive integers, got 'abc'"},
-      {"bench_m", "4096,0", 1, "--bench_m: expected positive integers, got '0'"},
-      {"bench_m", "4096,", 1, "--bench_m: expected positive integers, got ''"},
-      {"bench_m", ",4096", 1, "--bench_m: expected positive integers, got ''"},
-      {"bench_m", "1.5", 1, "--bench_m: expected positive integers, got '1.5'"},
-      {"bench_m", "12abc", 1, "--bench_m: expected positive integers, got '12abc'"},
-      {"bench_m", "4k", 1, "--bench_m: expected positive integers, got '4k'"},
-      {"extra_m", "-1", 0, "--extra_m: expected non-negative integers, got '-1'"},
-      {"extra_m", "5,x,y", 0, "--extra_m: expected non-negative integers, got 'x'"},
+      {"bench_m", "abc", 1, "--bench_m must be comma-separated integers >= 1, got 'abc'"},
+      {"bench_m", "4096,0", 1, "--bench_m must be comma-separated integers >= 1, got '0'"},
+      {"bench_m", "4096,", 1, "--bench_m must be comma-separated integers >= 1, got ''"},
+      {"bench_m", ",4096", 1, "--bench_m must be comma-separated integers >= 1, got ''"},
+      {"bench_m", "1.5", 1, "--bench_m must be comma-separated integers >= 1, got '1.5'"},
+      {"bench_m", "12abc", 1, "--bench_m must be comma-separated integers >= 1, got '12abc'"},
+      {"bench_m", "4k", 1, "--bench_m must be comma-separated integers >= 1, got '4k'"},
+      {"extra_m", "-1", 0, "--extra_m must be comma-separated integers >= 0, got '-1'"},
+      {"extra_m", "5,x,y", 0, "--extra_m must be comma-separated integers >= 0, got 'x'"},
       {"extra_m", "9223372036854775808", 0,
-       "--extra_m: expected non-negative integers, got '9223372036854775808'"},
-      {"k", "8", 16, "--k: expected integers >= 16, got '8'"},
+       "--extra_m must be comma-separated integers >= 0, got '9223372036854775808'"},
+      {"k", "8", 16, "--k must be comma-separated integers >= 16, got '8'"},
   };
   for (const Bad& c : cases) {
     const std::vector<std::string> tokens = absl::StrSplit(c.flag, ',');

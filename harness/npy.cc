@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -124,7 +125,28 @@ class DictParser {
   size_t pos_ = 0;
 };
 
-absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr, absl::string_view name) {
+// How each dtype is called in messages, beside its descr.
+const char* PlainName(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::kU1:
+      return "uint8";
+    case NpyDtype::kU2:
+      return "uint16";
+    case NpyDtype::kI4:
+      return "int32";
+    case NpyDtype::kF4:
+      return "float32";
+    case NpyDtype::kF8:
+      return "float64";
+  }
+  return "?";
+}
+
+std::string Described(NpyDtype dtype) {
+  return absl::StrCat("'", NpyDtypeName(dtype), "' (", PlainName(dtype), ")");
+}
+
+absl::StatusOr<NpyDtype> DescrDtype(const std::string& descr) {
   // One-byte types have no byte order; numpy writes '|u1' but accepts these.
   if (descr == "|u1" || descr == "u1" || descr == "<u1" || descr == ">u1" || descr == "=u1") {
     return NpyDtype::kU1;
@@ -133,18 +155,38 @@ absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr, absl::string_view 
   if (descr == "<i4") return NpyDtype::kI4;
   if (descr == "<f4") return NpyDtype::kF4;
   if (descr == "<f8") return NpyDtype::kF8;
-  if (!descr.empty() && descr[0] == '>') {
+  return absl::NotFoundError(descr);
+}
+
+// `expected`: the one dtype the caller takes, named in the error instead of the whole list.
+absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr, absl::string_view name,
+                                    const std::optional<NpyDtype>& expected) {
+  absl::StatusOr<NpyDtype> dtype = DescrDtype(descr);
+  const bool big_endian = !descr.empty() && descr[0] == '>';
+  if (expected.has_value() && (!dtype.ok() || *dtype != *expected)) {
+    return Bad(name, absl::StrCat("dtype is '", descr, "'",
+                                  dtype.ok()   ? absl::StrCat(" (", PlainName(*dtype), ")")
+                                  : big_endian ? " (big-endian)"
+                                               : "",
+                                  ", expected ", Described(*expected)));
+  }
+  if (dtype.ok()) return dtype;
+  if (big_endian) {
     return Bad(name, absl::StrCat("big-endian dtype '", descr,
                                   "' is not supported; save the array with "
                                   "a little-endian dtype ('<...')"));
   }
   return Bad(name, absl::StrCat("unsupported dtype '", descr,
-                                "'; supported: '|u1', '<u2', '<i4', '<f4', "
-                                "'<f8'"));
+                                "'; this reader takes '|u1' (uint8), '<u2' (uint16), '<i4' "
+                                "(int32), '<f4' (float32) and '<f8' (float64)"));
 }
 
+absl::StatusOr<NpyHeader> ParseHeader(absl::string_view bytes, absl::string_view name,
+                                      const std::optional<NpyDtype>& expected);
+
 // Reads the fixed prelude and the header dict from `in`.
-absl::StatusOr<NpyHeader> ReadHeader(std::ifstream& in, const std::string& path) {
+absl::StatusOr<NpyHeader> ReadHeader(std::ifstream& in, const std::string& path,
+                                     const std::optional<NpyDtype>& expected) {
   char prelude[12];
   in.read(prelude, 10);
   if (in.gcount() < 10) {
@@ -188,7 +230,7 @@ absl::StatusOr<NpyHeader> ReadHeader(std::ifstream& in, const std::string& path)
                                      "announces %d bytes, the file has %d",
                                      header_len, in.gcount()));
   }
-  return ParseNpyHeader(image, path);
+  return ParseHeader(image, path, expected);
 }
 
 }  // namespace
@@ -236,6 +278,13 @@ std::string NpyHeader::ShapeString() const {
 }
 
 absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, absl::string_view name) {
+  return ParseHeader(bytes, name, std::nullopt);
+}
+
+namespace {
+
+absl::StatusOr<NpyHeader> ParseHeader(absl::string_view bytes, absl::string_view name,
+                                      const std::optional<NpyDtype>& expected) {
   if (bytes.size() < 10 || bytes.substr(0, kMagicLen) != kMagic) {
     return Bad(name, "not a .npy file: the magic string \\x93NUMPY is missing");
   }
@@ -304,7 +353,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, absl::string_v
                "malformed .npy header: the dict must have the keys 'descr', "
                "'fortran_order' and 'shape'");
   }
-  absl::StatusOr<NpyDtype> dtype = ParseDescr(descr, name);
+  absl::StatusOr<NpyDtype> dtype = ParseDescr(descr, name, expected);
   if (!dtype.ok()) return dtype.status();
   NpyHeader h;
   h.dtype = *dtype;
@@ -327,10 +376,9 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, absl::string_v
   return h;
 }
 
-namespace {
-
 // Opens `path`, parses the header and checks the data size against the shape.
-absl::Status OpenNpy(const std::string& path, std::ifstream& in, NpyHeader& header) {
+absl::Status OpenNpy(const std::string& path, std::ifstream& in, NpyHeader& header,
+                     const std::optional<NpyDtype>& expected) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Bad(path, "is a directory, expected a .npy file");
@@ -343,7 +391,7 @@ absl::Status OpenNpy(const std::string& path, std::ifstream& in, NpyHeader& head
     }
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
   }
-  absl::StatusOr<NpyHeader> h = ReadHeader(in, path);
+  absl::StatusOr<NpyHeader> h = ReadHeader(in, path, expected);
   if (!h.ok()) return h.status();
   header = *std::move(h);
   const int64_t file_size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
@@ -378,7 +426,7 @@ absl::Status ReadData(std::ifstream& in, const std::string& path, void* dst, int
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   std::ifstream in;
   NpyArray a;
-  if (absl::Status s = OpenNpy(path, in, a.header); !s.ok()) return s;
+  if (absl::Status s = OpenNpy(path, in, a.header, std::nullopt); !s.ok()) return s;
   a.data.resize(a.header.NumElements() * NpyDtypeSize(a.header.dtype));
   if (absl::Status s = ReadData(in, path, a.data.data(), a.data.size()); !s.ok()) {
     return s;
@@ -390,11 +438,7 @@ template <typename T>
 absl::StatusOr<TypedArray<T>> ReadNpyAs(const std::string& path) {
   std::ifstream in;
   NpyHeader h;
-  if (absl::Status s = OpenNpy(path, in, h); !s.ok()) return s;
-  if (h.dtype != NpyDtypeOf<T>::kValue) {
-    return Bad(path, absl::StrFormat("dtype is '%s', expected '%s'", NpyDtypeName(h.dtype),
-                                     NpyDtypeName(NpyDtypeOf<T>::kValue)));
-  }
+  if (absl::Status s = OpenNpy(path, in, h, NpyDtypeOf<T>::kValue); !s.ok()) return s;
   TypedArray<T> a;
   a.shape = h.shape;
   a.data.resize(h.NumElements());
@@ -409,81 +453,5 @@ template absl::StatusOr<TypedArray<uint16_t>> ReadNpyAs(const std::string&);
 template absl::StatusOr<TypedArray<int32_t>> ReadNpyAs(const std::string&);
 template absl::StatusOr<TypedArray<float>> ReadNpyAs(const std::string&);
 template absl::StatusOr<TypedArray<double>> ReadNpyAs(const std::string&);
-
-std::string MakeNpyHeader(NpyDtype dtype, absl::Span<const int64_t> shape) {
-  std::string shape_text;
-  if (shape.size() == 1) {
-    shape_text = absl::StrCat("(", shape[0], ",)");
-  } else {
-    shape_text = absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
-  }
-  std::string dict = absl::StrCat("{'descr': '", NpyDtypeName(dtype),
-                                  "', 'fortran_order': False, 'shape': ", shape_text, ", }");
-  // numpy pads with spaces and a final newline so that the data starts on a
-  // 64-byte boundary; version 2.0 only when the header exceeds 65535 bytes.
-  int64_t prelude = 10;
-  int major = 1;
-  auto padded = [&](int64_t pre) {
-    const int64_t unpadded = pre + static_cast<int64_t>(dict.size()) + 1;
-    return (unpadded + 63) / 64 * 64 - pre;
-  };
-  int64_t header_len = padded(prelude);
-  if (header_len > 65535) {
-    prelude = 12;
-    major = 2;
-    header_len = padded(prelude);
-  }
-  std::string out(kMagic, kMagicLen);
-  out += static_cast<char>(major);
-  out += '\0';
-  for (int i = 0; i < prelude - 8; ++i) {
-    out += static_cast<char>((header_len >> (8 * i)) & 0xff);
-  }
-  out += dict;
-  out.append(header_len - dict.size() - 1, ' ');
-  out += '\n';
-  return out;
-}
-
-absl::Status WriteNpyRaw(const std::string& path, NpyDtype dtype, absl::Span<const int64_t> shape,
-                         absl::Span<const uint8_t> bytes) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) {
-      return Bad(path, absl::StrCat("cannot write a negative dimension ", d));
-    }
-    n *= d;
-  }
-  if (n * NpyDtypeSize(dtype) != static_cast<int64_t>(bytes.size())) {
-    return absl::InternalError(absl::StrFormat("%s: %d data bytes do not match shape (%s) of %s",
-                                               path, bytes.size(), absl::StrJoin(shape, ", "),
-                                               NpyDtypeName(dtype)));
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(path, ": cannot create '", tmp, "': ", std::strerror(errno)));
-    }
-    const std::string header = MakeNpyHeader(dtype, shape);
-    out.write(header.data(), header.size());
-    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return absl::DataLossError(absl::StrCat(path, ": write failed"));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return absl::PermissionDeniedError(
-        absl::StrCat(path, ": cannot rename the written file into place"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace h3

@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <utility>
 
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "emulator/swizzle.h"
 #include "emulator/weight.h"
 #include "harness/npy.h"
+#include "harness/output_set.h"
 
 namespace h3 {
 namespace {
@@ -47,22 +47,6 @@ absl::StatusOr<float> LoadGlobalScale(const std::string& path) {
 int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 }  // namespace
-
-absl::Status EnsureDir(const std::string& dir) {
-  std::error_code ec;
-  if (std::filesystem::exists(dir, ec)) {
-    if (!std::filesystem::is_directory(dir, ec)) {
-      return absl::InvalidArgumentError(absl::StrCat(dir, ": exists and is not a directory"));
-    }
-    return absl::OkStatus();
-  }
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(dir, ": cannot create the directory: ", ec.message()));
-  }
-  return absl::OkStatus();
-}
 
 OpInputs OpFiles::Inputs() const {
   OpInputs in;
@@ -179,15 +163,17 @@ absl::Status WriteOpResults(const std::string& dir, const OpShape& s, const OpRe
       static_cast<int64_t>(r.act_sf.size()) != s.m * s.k / 16) {
     return absl::InternalError("result sizes do not match the shape");
   }
-  if (absl::Status st = EnsureDir(dir); !st.ok()) return st;
-  auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  if (absl::Status st = WriteNpy<uint16_t>(path("out.npy"), {s.m, s.n}, r.out); !st.ok()) {
-    return st;
-  }
-  if (absl::Status st = WriteNpy<uint8_t>(path("act_q.npy"), {s.m, s.k / 2}, r.act_q); !st.ok()) {
-    return st;
-  }
-  return WriteNpy<uint8_t>(path("act_sf.npy"), {s.m, s.k / 16}, r.act_sf);
+  return WriteOutputSet(dir, {{"out.npy",
+                               [&](const std::string& p) {
+                                 return WriteNpy<uint16_t>(p, {s.m, s.n}, r.out);
+                               }},
+                              {"act_q.npy",
+                               [&](const std::string& p) {
+                                 return WriteNpy<uint8_t>(p, {s.m, s.k / 2}, r.act_q);
+                               }},
+                              {"act_sf.npy", [&](const std::string& p) {
+                                 return WriteNpy<uint8_t>(p, {s.m, s.k / 16}, r.act_sf);
+                               }}});
 }
 
 absl::StatusOr<OpResults> RunOpEmulator(const OpFiles& in, GemmPath path) {
@@ -230,19 +216,21 @@ absl::StatusOr<std::string> QuantizeWeightFile(const std::string& weight_path,
   if (!q.ok()) {
     return absl::Status(q.status().code(), absl::StrCat(weight_path, ": ", q.status().message()));
   }
-  if (absl::Status st = EnsureDir(out_dir); !st.ok()) return st;
-  auto path = [&](const char* name) { return (std::filesystem::path(out_dir) / name).string(); };
   const int64_t sf_rows = RoundUp(n, 128), sf_cols = RoundUp(k / 16, 4);
-  if (absl::Status st = WriteNpy<uint8_t>(path("o_weight_q.npy"), {n, k / 2}, q->q); !st.ok()) {
-    return st;
-  }
-  if (absl::Status st = WriteNpy<uint8_t>(path("o_weight_sf.npy"), {sf_rows, sf_cols}, q->sf);
-      !st.ok()) {
-    return st;
-  }
   const float gs[1] = {q->global_scale};
   if (absl::Status st =
-          WriteNpy<float>(path("o_weight_global_scale.npy"), {1}, absl::MakeConstSpan(gs));
+          WriteOutputSet(out_dir, {{"o_weight_q.npy",
+                                    [&](const std::string& p) {
+                                      return WriteNpy<uint8_t>(p, {n, k / 2}, q->q);
+                                    }},
+                                   {"o_weight_sf.npy",
+                                    [&](const std::string& p) {
+                                      return WriteNpy<uint8_t>(p, {sf_rows, sf_cols}, q->sf);
+                                    }},
+                                   {"o_weight_global_scale.npy",
+                                    [&](const std::string& p) {
+                                      return WriteNpy<float>(p, {1}, absl::MakeConstSpan(gs));
+                                    }}});
       !st.ok()) {
     return st;
   }
@@ -251,20 +239,6 @@ absl::StatusOr<std::string> QuantizeWeightFile(const std::string& weight_path,
       "o_weight_sf.npy [%d, %d], o_weight_global_scale.npy = %.9g",
       weight_path, n, k, h.dtype == NpyDtype::kU2 ? "bf16" : "f32", out_dir, n, k / 2, sf_rows,
       sf_cols, q->global_scale);
-}
-
-int PrintError(absl::string_view tool, int code, const absl::Status& s) {
-  std::fprintf(stderr, "%s: error: %s\n", std::string(tool).c_str(), s.ToString().c_str());
-  return code;
-}
-
-absl::Status ParseFlagsOnly(int argc, char** argv) {
-  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument '", rest[1], "' (flags only; see --help)"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace h3

@@ -17,14 +17,6 @@
 
 namespace h3 {
 
-// Shared by the command-line tools. Prints "<tool>: error: <status>" to stderr, returns `code`.
-int PrintError(absl::string_view tool, int code, const absl::Status& s);
-// Parses the Abseil flags; a positional argument is an InvalidArgument error (flags only).
-absl::Status ParseFlagsOnly(int argc, char** argv);
-
-// Creates `dir` (and parents) when missing; an error when it is a file.
-absl::Status EnsureDir(const std::string& dir);
-
 // The op's inputs, read from <dir>/attn_out.npy, o_weight_q.npy,
 // o_weight_sf.npy, o_weight_global_scale.npy, act_global_scale.npy, gate.npy,
 // gate_index.npy and residual.npy. M and K come from attn_out, N from
@@ -50,7 +42,8 @@ struct OpResults {
   std::vector<uint8_t> act_q;
   std::vector<uint8_t> act_sf;
 };
-// Writes out.npy, act_q.npy and act_sf.npy into `dir` (created if missing).
+// Writes out.npy, act_q.npy and act_sf.npy into `dir` (created if missing), all or none
+// (harness/output_set.h).
 absl::Status WriteOpResults(const std::string& dir, const OpShape& shape, const OpResults& results);
 
 // The emulator backend: RunOp on the loaded files.
@@ -59,8 +52,8 @@ absl::StatusOr<OpResults> RunOpEmulator(const OpFiles& in, GemmPath path);
 // quantize_weight: reads W ('<u2' bf16 bits or '<f4', shape [N, K]) from
 // `weight_path` and writes o_weight_q.npy (u1 [N, K/2]), o_weight_sf.npy (u1
 // [round_up(N,128), round_up(K/16,4)], the swizzled buffer) and
-// o_weight_global_scale.npy ('<f4' [1]) into `out_dir`. Returns a one-line
-// summary.
+// o_weight_global_scale.npy ('<f4' [1]) into `out_dir`, all or none. Returns a
+// one-line summary.
 absl::StatusOr<std::string> QuantizeWeightFile(const std::string& weight_path,
                                                const std::string& out_dir);
 

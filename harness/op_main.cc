@@ -3,15 +3,17 @@
 // See the usage text below (--help) for the files.
 
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "harness/cli.h"
 #include "harness/op_gpu.h"
 #include "harness/op_io.h"
 #include "harness/user_path.h"
@@ -53,8 +55,11 @@ Writes to --out_dir:
   act_q.npy   u1  [M, K/2]  activation codes
   act_sf.npy  u1  [M, K/16] activation scales, linear layout
 quantize_weight (//harness:quantize_weight) makes the three o_weight_* files.
-Nothing is written when an input is missing or inconsistent; the exit status
-is 1 then, 2 for a usage error.)";
+The three results appear together or not at all: they are written into a
+temporary folder inside --out_dir and renamed into place at the end.
+Exit status: 0 on success (and for --help, --version), 1 when an input is
+missing or inconsistent or the run fails (nothing is written then), 2 for a
+usage error (unknown flag, bad flag value, missing --in_dir / --out_dir).)";
 
 int Fail(int code, const absl::Status& s) { return h3::PrintError("op", code, s); }
 
@@ -62,19 +67,19 @@ int Fail(int code, const absl::Status& s) { return h3::PrintError("op", code, s)
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  if (absl::Status s = h3::ParseFlagsOnly(argc, argv); !s.ok()) return Fail(2, s);
+  if (std::optional<int> code = h3::ParseToolFlags("op", argc, argv)) return *code;
   const std::string backend = absl::GetFlag(FLAGS_backend);
   const std::string gemm = absl::GetFlag(FLAGS_gemm);
   if (backend != "emulator" && backend != "gpu") {
-    return Fail(2, absl::InvalidArgumentError(
-                       absl::StrCat("--backend: expected emulator or gpu, got '", backend, "'")));
+    return Fail(2, h3::FlagError("backend", "emulator or gpu", backend));
   }
   if (gemm != "fast" && gemm != "exact") {
-    return Fail(2, absl::InvalidArgumentError(
-                       absl::StrCat("--gemm: expected fast or exact, got '", gemm, "'")));
+    return Fail(2, h3::FlagError("gemm", "fast or exact", gemm));
   }
-  if (absl::GetFlag(FLAGS_in_dir).empty() || absl::GetFlag(FLAGS_out_dir).empty()) {
-    return Fail(2, absl::InvalidArgumentError("--in_dir and --out_dir are required (see --help)"));
+  for (const auto& [flag, value] :
+       {std::pair<const char*, std::string>{"in_dir", absl::GetFlag(FLAGS_in_dir)},
+        {"out_dir", absl::GetFlag(FLAGS_out_dir)}}) {
+    if (value.empty()) return Fail(2, h3::FlagError(flag, "a folder (required)", value));
   }
   const std::string in_dir = h3::ResolveUserPath(absl::GetFlag(FLAGS_in_dir));
   const std::string out_dir = h3::ResolveUserPath(absl::GetFlag(FLAGS_out_dir));

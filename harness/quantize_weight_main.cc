@@ -2,14 +2,15 @@
 //   ./bazelw run //harness:quantize_weight -- --weight=W.npy --out_dir=DIR
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "harness/cli.h"
 #include "harness/op_io.h"
 #include "harness/user_path.h"
 
@@ -33,8 +34,10 @@ Writes to --out_dir:
   o_weight_sf.npy            u1  [round_up(N,128), round_up(K/16,4)] UE4M3 block
                                           scales in the 128x4 swizzled layout
   o_weight_global_scale.npy  <f4 [1]      RN(2688 / amax(W)), 1 when W is all zero
-These are the weight files //harness:op reads. Nothing is written on error; the
-exit status is 1 then, 2 for a usage error.)";
+These are the weight files //harness:op reads. The three appear together or not
+at all (written into a temporary folder inside --out_dir, then renamed).
+Exit status: 0 on success (and for --help, --version), 1 when the weight is
+missing or invalid (nothing is written then), 2 for a usage error.)";
 
 int Fail(int code, const absl::Status& s) { return h3::PrintError("quantize_weight", code, s); }
 
@@ -42,9 +45,12 @@ int Fail(int code, const absl::Status& s) { return h3::PrintError("quantize_weig
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  if (absl::Status s = h3::ParseFlagsOnly(argc, argv); !s.ok()) return Fail(2, s);
-  if (absl::GetFlag(FLAGS_weight).empty() || absl::GetFlag(FLAGS_out_dir).empty()) {
-    return Fail(2, absl::InvalidArgumentError("--weight and --out_dir are required (see --help)"));
+  if (std::optional<int> code = h3::ParseToolFlags("quantize_weight", argc, argv)) return *code;
+  if (absl::GetFlag(FLAGS_weight).empty()) {
+    return Fail(2, h3::FlagError("weight", "a .npy file (required)", ""));
+  }
+  if (absl::GetFlag(FLAGS_out_dir).empty()) {
+    return Fail(2, h3::FlagError("out_dir", "a folder (required)", ""));
   }
   absl::StatusOr<std::string> summary =
       h3::QuantizeWeightFile(h3::ResolveUserPath(absl::GetFlag(FLAGS_weight)),

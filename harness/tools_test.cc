@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/version.h"
 #include "emulator/check.h"
 #include "emulator/formats.h"
 #include "emulator/op.h"
@@ -51,9 +53,9 @@ struct ToolRun {
 // Runs `tool` with `args` as if started in `cwd` under `bazel run`
 // (BUILD_WORKING_DIRECTORY = cwd), from another working directory.
 ToolRun RunTool(const std::string& tool, const std::string& args, const std::string& cwd) {
-  const std::string cmd =
-      absl::StrCat("cd / && BUILD_WORKING_DIRECTORY='", cwd, "' '",
-                   Runfile(absl::StrCat("harness/", tool)), "' ", args, " 2>&1");
+  const std::string cmd = absl::StrCat(
+      "cd / && BUILD_WORKING_DIRECTORY='", cwd, "' '",
+      Runfile(tool == "sweep" ? "harness/sweep/sweep" : "harness/" + tool), "' ", args, " 2>&1");
   FILE* p = popen(cmd.c_str(), "r");
   ToolRun r{-1, ""};
   if (p == nullptr) return r;
@@ -90,6 +92,46 @@ void Write(const std::string& path, std::vector<int64_t> shape, const std::vecto
 }
 
 constexpr int64_t kM = 5, kN = 128, kK = 256, kG = 3;
+
+// Replaces `from` by `to` (the same length) in the header of the .npy file at `path`.
+void PatchDescr(const std::string& path, const std::string& from, const std::string& to) {
+  ASSERT_EQ(from.size(), to.size());
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr) << path;
+  char head[128] = {};
+  const size_t got = std::fread(head, 1, sizeof(head), f);
+  const size_t at = std::string(head, got).find(from);
+  ASSERT_NE(at, std::string::npos) << path;
+  std::fseek(f, static_cast<long>(at), SEEK_SET);
+  std::fwrite(to.data(), 1, to.size(), f);
+  std::fclose(f);
+}
+
+// An int64 array of `n` zeros ('<i8', which the writer does not produce): an f8 file relabelled.
+void WriteI8(const std::string& path, int64_t n) {
+  Write<double>(path, {n}, std::vector<double>(n));
+  PatchDescr(path, "<f8", "<i8");
+}
+
+// The bytes of every file under `dir` (relative name -> content): a folder's whole state.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).string();
+    if (!e.is_regular_file()) {
+      files[rel] = "<dir>";
+      continue;
+    }
+    std::FILE* f = std::fopen(e.path().c_str(), "rb");
+    std::string bytes;
+    char buf[4096];
+    size_t got;
+    while (f != nullptr && (got = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, got);
+    if (f != nullptr) std::fclose(f);
+    files[rel] = bytes;
+  }
+  return files;
+}
 
 // A small op case in `dir`, the weight made by the quantize_weight tool.
 void MakeCase(const std::string& dir) {
@@ -251,12 +293,35 @@ TEST(ToolsTest, OpBadInputs) {
        [](const std::string& d) {
          Write<float>(d + "/attn_out.npy", {kM, kK}, std::vector<float>(kM * kK));
        },
-       "attn_out.npy: dtype is '<f4', expected '<u2'"},
+       "attn_out.npy: dtype is '<f4' (float32), expected '<u2' (uint16)"},
       {"gate_index as u2",
        [](const std::string& d) {
          Write<uint16_t>(d + "/gate_index.npy", {kM}, std::vector<uint16_t>(kM));
        },
-       "gate_index.npy: dtype is '<u2', expected '<i4'"},
+       "gate_index.npy: dtype is '<u2' (uint16), expected '<i4' (int32)"},
+      {"gate_index as int64", [](const std::string& d) { WriteI8(d + "/gate_index.npy", kM); },
+       "gate_index.npy: dtype is '<i8', expected '<i4' (int32)"},
+      {"attn_out big-endian",
+       [](const std::string& d) { PatchDescr(d + "/attn_out.npy", "<u2", ">u2"); },
+       "attn_out.npy: dtype is '>u2' (big-endian), expected '<u2' (uint16)"},
+      {"gate is a directory",
+       [](const std::string& d) {
+         fs::remove(d + "/gate.npy");
+         fs::create_directory(d + "/gate.npy");
+       },
+       "gate.npy: is a directory, expected a .npy file"},
+      {"fortran order",
+       [](const std::string& d) {
+         PatchDescr(d + "/residual.npy", "'fortran_order': False", "'fortran_order': True ");
+       },
+       "residual.npy: fortran_order is True"},
+      {"trailing bytes",
+       [](const std::string& d) {
+         std::FILE* f = std::fopen((d + "/o_weight_q.npy").c_str(), "ab");
+         std::fputc(0, f);
+         std::fclose(f);
+       },
+       "o_weight_q.npy: 1 unexpected trailing bytes"},
       {"K not a multiple of 64",
        [](const std::string& d) {
          Write<uint16_t>(d + "/attn_out.npy", {kM, 96}, std::vector<uint16_t>(kM * 96));
@@ -340,11 +405,34 @@ TEST(ToolsTest, UsageErrors) {
   };
   const std::vector<Case> cases = {
       {"op", "--backend=tpu --in_dir=. --out_dir=res",
-       "--backend: expected emulator or gpu, got 'tpu'"},
-      {"op", "--gemm=slow --in_dir=. --out_dir=res", "--gemm: expected fast or exact, got 'slow'"},
-      {"op", "--out_dir=res", "--in_dir and --out_dir are required"},
-      {"op", "--in_dir=. --out_dir=res extra", "unexpected argument 'extra'"},
-      {"quantize_weight", "--out_dir=res", "--weight and --out_dir are required"},
+       "op: error: --backend must be emulator or gpu, got 'tpu'"},
+      {"op", "--gemm=slow --in_dir=. --out_dir=res",
+       "op: error: --gemm must be fast or exact, got 'slow'"},
+      {"op", "--out_dir=res", "op: error: --in_dir must be a folder (required), got ''"},
+      {"op", "--in_dir=.", "op: error: --out_dir must be a folder (required), got ''"},
+      {"op", "--in_dir=. --out_dir=res extra",
+       "op: error: unexpected argument 'extra': the tool takes flags only"},
+      {"op", "--in_dir=. --out_dir=res --bogus=1", "op: error: unknown flag '--bogus=1'"},
+      {"op", "--in_dir=. --out_dir=res -- extra", "op: error: unexpected argument 'extra'"},
+      {"op", "--in_dir=. --out_dir", "op: error: --out_dir must be given a value, got none"},
+      {"quantize_weight", "--out_dir=res",
+       "quantize_weight: error: --weight must be a .npy file (required), got ''"},
+      {"quantize_weight", "--weight=w.npy --out_dir=res --in_dir=.",
+       "quantize_weight: error: unknown flag '--in_dir=.'"},
+      {"sweep", "--filter=nomatch",
+       "sweep: error: --filter must be a regex matching at least one case (see --list), got "
+       "'nomatch'"},
+      {"sweep", "--filter='('", "sweep: error: --filter must be an ECMAScript regex, got '('"},
+      {"sweep", "--report=res.txt",
+       "sweep: error: --report must be a path ending in .csv or .json, got"},
+      {"sweep", "--report=res/sub/r.json",
+       "sweep: error: --report must be a file in an existing folder"},
+      {"sweep", "--seed=abc", "sweep: error: --seed: got 'abc'"},
+      {"sweep", "--extra_m=12,-1",
+       "sweep: error: --extra_m must be comma-separated integers >= 0, got '-1'"},
+      {"sweep", "--sample_rows=1", "sweep: error: --sample_rows must be >= 2, got '1'"},
+      {"sweep", "--backend=tpu",
+       "sweep: error: --backend must be auto, gpu or emulator, got 'tpu'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
@@ -352,6 +440,70 @@ TEST(ToolsTest, UsageErrors) {
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.message));
     EXPECT_FALSE(fs::exists(dir + "/res"));
+  }
+}
+
+TEST(ToolsTest, HelpAndVersionExitZero) {
+  for (const std::string tool : {"op", "quantize_weight", "sweep"}) {
+    SCOPED_TRACE(tool);
+    ToolRun v = RunTool(tool, "--version", Tmp());
+    EXPECT_EQ(v.code, 0);
+    EXPECT_EQ(v.output, absl::StrCat(tool, " ", kVersion, "\n"));
+    ToolRun h = RunTool(tool, "--help", Tmp());
+    EXPECT_EQ(h.code, 0);
+    EXPECT_THAT(h.output, HasSubstr("Exit status"));
+    EXPECT_THAT(h.output, HasSubstr("--version"));
+  }
+}
+
+// The results appear together or not at all: a destination that cannot be replaced (here a
+// folder named like a result) fails the run before any file is moved, whether the folder held
+// an earlier result set (kept byte for byte) or nothing (nothing is left behind).
+TEST(ToolsTest, OutputsAllOrNothing) {
+  const std::string dir = Tmp() + "/atomic";
+  MakeCase(dir);
+  struct Case {
+    std::string what, tool, args, blocker, message;
+    bool earlier_run;  // the output folder holds an earlier, complete result set
+  };
+  const std::vector<Case> cases = {
+      {"op, fresh folder", "op", "--in_dir=. --out_dir=res", "res/act_sf.npy",
+       "res/act_sf.npy: is a directory, expected a file (or nothing) the results can replace",
+       false},
+      {"op, earlier results kept", "op", "--in_dir=. --out_dir=res", "res/act_q.npy",
+       "res/act_q.npy: is a directory", true},
+      {"op, out_dir is a file", "op", "--in_dir=. --out_dir=res/out.npy", "",
+       "res/out.npy: is a file, expected a folder for the results", true},
+      {"quantize_weight, fresh folder", "quantize_weight", "--weight=w.npy --out_dir=res",
+       "res/o_weight_global_scale.npy", "res/o_weight_global_scale.npy: is a directory", false},
+      {"quantize_weight, earlier results kept", "quantize_weight", "--weight=w.npy --out_dir=res",
+       "res/o_weight_sf.npy", "res/o_weight_sf.npy: is a directory", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    fs::remove_all(dir + "/res");
+    if (c.earlier_run) {
+      const std::string first_args =
+          c.tool == "op" ? "--in_dir=. --out_dir=res" : "--weight=w.npy --out_dir=res";
+      ToolRun first = RunTool(c.tool, first_args, dir);
+      ASSERT_EQ(first.code, 0) << first.output;
+    } else {
+      fs::create_directories(dir + "/res");
+    }
+    if (!c.blocker.empty()) {
+      fs::remove(dir + "/" + c.blocker);
+      fs::create_directories(dir + "/" + c.blocker);
+    }
+    // Different inputs, so that a half-written set would show.
+    Write<uint16_t>(dir + "/w.npy", {kN, kK}, Bf16Data(kN * kK, 9, 1.f / 32));
+    Write<uint16_t>(dir + "/residual.npy", {kM, kN}, Bf16Data(kM * kN, 10, 1.f));
+    const auto before = Snapshot(dir + "/res");
+    ToolRun r = RunTool(c.tool, c.args, dir);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message));
+    EXPECT_EQ(Snapshot(dir + "/res"), before) << "the output folder changed on error";
+    Write<uint16_t>(dir + "/w.npy", {kN, kK}, Bf16Data(kN * kK, 1, 1.f / 64));
+    Write<uint16_t>(dir + "/residual.npy", {kM, kN}, Bf16Data(kM * kN, 4, 1.f));
   }
 }
 
@@ -395,6 +547,11 @@ TEST(ToolsTest, OpGpuBackend) {
   if (r.code != 0) {
     EXPECT_EQ(r.code, 1);
     EXPECT_THAT(r.output, HasSubstr("--backend=gpu"));
+    if (!fs::exists("/dev/nvidiactl") && !fs::exists("/dev/nvidia0")) {
+      // No driver node: the message must say so, not "driver version is insufficient".
+      EXPECT_THAT(r.output, HasSubstr("no NVIDIA"));
+      EXPECT_THAT(r.output, ::testing::Not(HasSubstr("insufficient")));
+    }
     EXPECT_FALSE(fs::exists(dir + "/res"));
     GTEST_SKIP() << "no GPU backend here: " << r.output;
   }

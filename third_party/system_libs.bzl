@@ -18,7 +18,7 @@ _ABSL_TARGETS = {
     "cleanup": ["cleanup"],
     "container": ["btree", "fixed_array", "flat_hash_map", "flat_hash_set", "inlined_vector", "node_hash_map"],
     "debugging": ["failure_signal_handler", "stacktrace", "symbolize"],
-    "flags": ["flag", "parse", "usage", "marshalling"],
+    "flags": ["commandlineflag", "flag", "marshalling", "parse", "reflection", "usage"],
     "functional": ["any_invocable", "bind_front", "function_ref"],
     "hash": ["hash"],
     "memory": ["memory"],

@@ -8,12 +8,7 @@
 namespace h3::bench {
 
 absl::StatusOr<DeviceInfo> QueryDeviceInfo() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "no CUDA device (", err != cudaSuccess ? cudaGetErrorString(err) : "0 devices", ")"));
-  }
+  H3_RETURN_IF_ERROR(testbed::CheckCudaDevice());
   DeviceInfo d;
   H3_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&d.prop, 0));
   const std::string name = d.prop.name;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +20,9 @@
 #include "harness/probe/judge_internal.h"
 
 namespace h3::probe {
+
+// The device name of the CPU model (RunModelDevice), which FormatReport tells apart.
+constexpr char kModelDevice[] = "CPU model";
 
 // ============================================================================================
 // Public
@@ -75,7 +79,7 @@ Area AreaOf(MmaKind k) {
 
 DeviceResults RunModelDevice(const ProbeCases& cases) {
   DeviceResults r;
-  r.device = "CPU model (no device)";
+  r.device = absl::StrCat(kModelDevice, " (no device)");
   r.device_code =
       "the contract's CPU model: emulator/mma_model.h (exact sum rounded once), "
       "emulator/formats.h F32ToE2M1";
@@ -258,7 +262,11 @@ std::string FormatReport(const Report& r) {
   absl::StrAppend(&s, "measured (observations, not judged):\n");
   for (const std::string& m : r.measurements) absl::StrAppend(&s, "  ", m, "\n");
   absl::StrAppend(&s, "verdict: ", r.verdict, "\n");
-  absl::StrAppend(&s, r.passed() ? "PROBE PASSED\n" : "PROBE FAILED\n");
+  // The CPU model stands in where no GPU is: a pass then checks the probe, not a device.
+  const bool model = absl::StartsWith(r.device_info.device, kModelDevice);
+  absl::StrAppend(&s, !r.passed() ? "PROBE FAILED\n"
+                      : model     ? "SELF-CHECK PASSED; no GPU probed\n"
+                                  : "PROBE PASSED\n");
   return s;
 }
 

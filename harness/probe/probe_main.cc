@@ -11,12 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "harness/cli.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/probe_device.h"
 #include "harness/user_path.h"
@@ -38,17 +39,16 @@ int Main(int argc, char** argv) {
       "docs/contract.md.\n"
       "Usage: probe [--backend=auto|gpu|model] [--json=PATH] [--max_failures=N]\n"
       "Exit status: 0 when every check passes, 1 when one fails, 2 on bad flags or no device.");
-  absl::ParseCommandLine(argc, argv);
+  if (std::optional<int> code = ParseToolFlags("probe", argc, argv)) return *code;
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend != "auto" && backend != "gpu" && backend != "model") {
-    std::fprintf(stderr, "--backend: expected auto, gpu or model, got '%s'\n", backend.c_str());
-    return 2;
+    return PrintError("probe", 2, FlagError("backend", "auto, gpu or model", backend));
   }
   JudgeOptions options;
   options.max_failures = absl::GetFlag(FLAGS_max_failures);
   if (options.max_failures < 0) {
-    std::fprintf(stderr, "--max_failures: expected >= 0\n");
-    return 2;
+    return PrintError("probe", 2,
+                      FlagError("max_failures", ">= 0", std::to_string(options.max_failures)));
   }
 
   const ProbeCases cases = BuildCases();
@@ -66,8 +66,7 @@ int Main(int argc, char** argv) {
           std::string(gpu.status().message()).c_str());
       results = RunModelDevice(cases);
     } else {
-      std::fprintf(stderr, "probe: %s\n", gpu.status().ToString().c_str());
-      return 2;
+      return PrintError("probe", 2, gpu.status());
     }
   }
   const Report report = Judge(cases, results, options);
@@ -78,8 +77,7 @@ int Main(int argc, char** argv) {
     std::ofstream f(path);
     f << ReportJson(report);
     if (!f) {
-      std::fprintf(stderr, "--json: cannot write %s\n", path.c_str());
-      return 2;
+      return PrintError("probe", 2, FlagError("json", "a writable file path", path));
     }
     std::printf("JSON report: %s\n", path.c_str());
   }

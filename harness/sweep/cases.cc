@@ -106,7 +106,7 @@ absl::StatusOr<std::vector<CaseSpec>> FilterCases(std::vector<CaseSpec> cases,
     re = std::regex(filter, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--filter: expected an ECMAScript regex, got '", filter, "': ", e.what()));
+        absl::StrCat("--filter must be an ECMAScript regex, got '", filter, "': ", e.what()));
   }
   std::vector<CaseSpec> kept;
   for (CaseSpec& c : cases) {

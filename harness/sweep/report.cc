@@ -1,7 +1,12 @@
 #include "harness/sweep/report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -105,17 +110,37 @@ std::string ToJson(absl::Span<const CaseResult> results, const std::string& back
   return report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+absl::Status CheckReportPath(const std::string& path) {
+  if (!absl::EndsWith(path, ".csv") && !absl::EndsWith(path, ".json")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--report must be a path ending in .csv or .json, got '", path, "'"));
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--report must be a file in an existing folder, got '", path, "' (no folder '",
+                     dir.string(), "')"));
+  }
+  if (fs::exists(p, ec)) {
+    if (!fs::is_regular_file(p, ec) || access(path.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--report must be a writable file, got '",
+                                                     path, "' (exists and is not one)"));
+    }
+  } else if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--report must be in a writable folder, got '",
+                                                   path, "' (cannot write to '", dir.string(),
+                                                   "': ", std::strerror(errno), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteReport(const std::string& path, absl::Span<const CaseResult> results,
                          const std::string& backend) {
-  std::string text;
-  if (absl::EndsWith(path, ".csv")) {
-    text = ToCsv(results);
-  } else if (absl::EndsWith(path, ".json")) {
-    text = ToJson(results, backend);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--report: expected a path ending in .csv or .json, got '", path, "'"));
-  }
+  if (absl::Status st = CheckReportPath(path); !st.ok()) return st;
+  const std::string text = absl::EndsWith(path, ".csv") ? ToCsv(results) : ToJson(results, backend);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) return absl::InvalidArgumentError(absl::StrCat("--report: cannot open '", path, "'"));
   f << text;

@@ -11,16 +11,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "harness/int_list_flag.h"
+#include "harness/cli.h"
 #include "harness/sweep/cases.h"
 #include "harness/sweep/golden.h"
 #include "harness/sweep/gpu_backend.h"
@@ -72,8 +73,11 @@ int Main(int argc, char** argv) {
       "The bit-for-bit sweep of minimax_h3_nvfp4_out_proj against its contract.\n"
       "Usage: sweep [--backend=auto|gpu|emulator] [--filter=REGEX] [--seed=N] "
       "[--extra_m=M1,M2] [--report=PATH.csv|.json] [--full] [--list]\n"
-      "Exit status: 0 when every case passes (or is skipped), 1 on any failure, 2 on bad flags.");
-  absl::ParseCommandLine(argc, argv);
+      "Exit status: 0 when every case that ran passed and at least one ran (skips are listed),\n"
+      "1 on any failure or when every case was skipped, 2 on bad flags (a --filter that matches\n"
+      "no case, a --report path that cannot be written: checked before anything runs).");
+  if (std::optional<int> code = ParseToolFlags("sweep", argc, argv)) return *code;
+  auto usage_error = [](const absl::Status& s) { return PrintError("sweep", 2, s); };
 
   RunnerOptions options;
   options.seed = absl::GetFlag(FLAGS_seed);
@@ -84,40 +88,35 @@ int Main(int argc, char** argv) {
     options.threads = std::max(1u, std::thread::hardware_concurrency());
   }
   if (options.sample_rows < 2) {
-    std::fprintf(stderr, "--sample_rows: expected >= 2, got %lld\n",
-                 static_cast<long long>(options.sample_rows));
-    return 2;
+    return usage_error(FlagError("sample_rows", ">= 2", absl::StrCat(options.sample_rows)));
+  }
+  // The report's path is checked now, not after a run of minutes.
+  std::string report_path;
+  if (const std::string report = absl::GetFlag(FLAGS_report); !report.empty()) {
+    report_path = ResolveUserPath(report);
+    if (absl::Status st = CheckReportPath(report_path); !st.ok()) return usage_error(st);
   }
 
   const absl::StatusOr<std::vector<int64_t>> extra =
       ParseIntListFlag("extra_m", absl::GetFlag(FLAGS_extra_m), 0);
-  if (!extra.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(extra.status().message()).c_str());
-    return 2;
-  }
+  if (!extra.ok()) return usage_error(extra.status());
   std::vector<CaseSpec> all = DefaultCases();
   for (CaseSpec& c : ExtraMCases(*extra)) all.push_back(std::move(c));
   absl::StatusOr<std::vector<CaseSpec>> cases =
       FilterCases(std::move(all), absl::GetFlag(FLAGS_filter));
-  if (!cases.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(cases.status().message()).c_str());
-    return 2;
-  }
+  if (!cases.ok()) return usage_error(cases.status());
 
   // Backend from the machine (or the flag).
   const std::string backend_flag = absl::GetFlag(FLAGS_backend);
   if (backend_flag != "auto" && backend_flag != "gpu" && backend_flag != "emulator") {
-    std::fprintf(stderr, "--backend: expected auto, gpu or emulator, got '%s'\n",
-                 backend_flag.c_str());
-    return 2;
+    return usage_error(FlagError("backend", "auto, gpu or emulator", backend_flag));
   }
   std::unique_ptr<DeviceBackend> device;
   std::string backend_line;
   if (backend_flag != "emulator") {
     const std::string emu = absl::GetFlag(FLAGS_sm90_emulation);
     if (emu != "faithful" && emu != "fast") {
-      std::fprintf(stderr, "--sm90_emulation: expected faithful or fast, got '%s'\n", emu.c_str());
-      return 2;
+      return usage_error(FlagError("sm90_emulation", "faithful or fast", emu));
     }
     absl::StatusOr<std::unique_ptr<DeviceBackend>> gpu =
         MakeGpuBackend(emu == "fast" ? Sm90Emulation::kFast : Sm90Emulation::kFaithful);
@@ -125,8 +124,9 @@ int Main(int argc, char** argv) {
       device = *std::move(gpu);
       backend_line = absl::StrCat(device->Description(), "\n  checked against the CPU emulator");
     } else if (backend_flag == "gpu") {
-      std::fprintf(stderr, "--backend=gpu: %s\n", std::string(gpu.status().message()).c_str());
-      return 1;
+      return PrintError("sweep", 1,
+                        absl::Status(gpu.status().code(),
+                                     absl::StrCat("--backend=gpu: ", gpu.status().message())));
     } else {
       backend_line = absl::StrCat("EMULATOR ONLY (", gpu.status().message(),
                                   "):\n  the emulator against testdata/'s independent goldens, "
@@ -164,6 +164,10 @@ int Main(int argc, char** argv) {
     for (const GoldenCase& g : goldens) std::printf("%s\n", g.name.c_str());
     for (const CaseSpec& c : *cases) std::printf("%s\n", c.name.c_str());
     return 0;
+  }
+  if (total == 0) {
+    return usage_error(FlagError("filter", "a regex matching at least one case (see --list)",
+                                 absl::GetFlag(FLAGS_filter)));
   }
   std::printf("minimax_h3_nvfp4_out_proj sweep: %lld cases, seed %llu\nbackend: %s\n",
               static_cast<long long>(total), static_cast<unsigned long long>(options.seed),
@@ -203,19 +207,21 @@ int Main(int argc, char** argv) {
   }
 
   std::printf("\n%s", SummaryTable(results).c_str());
-  const std::string report = absl::GetFlag(FLAGS_report);
-  if (!report.empty()) {
-    const std::string path = ResolveUserPath(report);
-    absl::Status st = WriteReport(path, results, device ? device->Description() : "emulator");
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-      return 2;
-    }
-    std::printf("report written to %s\n", path.c_str());
+  if (!report_path.empty()) {
+    absl::Status st =
+        WriteReport(report_path, results, device ? device->Description() : "emulator");
+    if (!st.ok()) return PrintError("sweep", 1, st);
+    std::printf("report written to %s\n", report_path.c_str());
   }
   bool pass = true;
+  int64_t ran = 0;
   for (const CaseResult& r : results) {
     pass &= r.verdict == Verdict::kPass || r.verdict == Verdict::kSkip;
+    ran += r.verdict != Verdict::kSkip;
+  }
+  if (ran == 0) {
+    std::printf("SWEEP FAILED: no case ran (all %lld skipped)\n", static_cast<long long>(total));
+    return 1;
   }
   std::printf("%s\n", pass ? "SWEEP PASSED" : "SWEEP FAILED");
   return pass ? 0 : 1;

@@ -19,8 +19,9 @@ namespace h3::testbed {
 // OK, or Internal("<what>: <cudaErrorName>: <message>").
 absl::Status CudaStatus(cudaError_t err, const char* what);
 
-// OK when this machine has a CUDA device the runtime can use; else Unavailable("no CUDA device:
-// <why>") (no driver, a driver older than the runtime, no device).
+// OK when this machine has a CUDA device the runtime can use; else Unavailable(<why>), in the
+// words of core/cuda_diagnosis.h: "no NVIDIA driver or GPU found (...)", a driver older than the
+// runtime named with its version and the minimum, or "no CUDA device: ..." for the rest.
 absl::Status CheckCudaDevice();
 
 }  // namespace h3::testbed

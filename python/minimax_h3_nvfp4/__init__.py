@@ -14,6 +14,7 @@ from . import calibration
 from .diffusion_ops import (backend_name, minimax_h3_nvfp4_out_proj,
                             quantize_minimax_h3_o_weight_nvfp4)
 
+# The project's version: core/version.h (H3_VERSION) says the same, and api_test checks it.
 __version__ = "0.1.0"
 
 __all__ = ["MiniMaxH3NVFP4OutProj", "backend_name", "bf16", "calibration",

@@ -159,6 +159,23 @@ def check(code):
     raise RuntimeError(msg)
 
 
+MAX_NDIM = 4  # H3Array.shape's length: the C ABI cannot describe more dimensions
+
+
+def check_ndim(fn, name, value):
+    """ValueError when `value` (an array, a tensor or None) has more dimensions than an H3Array
+    holds: the C ABI would otherwise see only the first four and misjudge the size."""
+    shape = getattr(value, "shape", None)
+    if shape is None or len(shape) <= MAX_NDIM:
+        return
+    numel = 1
+    for d in shape:
+        numel *= int(d)
+    raise ValueError("%s: %s must have at most %d dimensions, got shape [%s] (%d-D, %d elements)"
+                     % (fn, name, MAX_NDIM, ", ".join(str(int(d)) for d in shape), len(shape),
+                        numel))
+
+
 def new_args(to_array=None, **arrays):
     """New H3OutProjArgs. With to_array, each named array field (attn_out=..., out=...) is set
     to to_array(value); to_array(None) must give an empty H3Array (argument not given)."""
@@ -166,5 +183,6 @@ def new_args(to_array=None, **arrays):
     a.version = CAPI_VERSION
     a.device = -1
     for name, value in arrays.items():
+        check_ndim("minimax_h3_nvfp4_out_proj", name, value)
         setattr(a, name, to_array(value))
     return a

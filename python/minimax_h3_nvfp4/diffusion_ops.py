@@ -24,10 +24,11 @@ arrays run the bit-exact CPU emulator. NumPy has no bf16: bf16 operands are uint
 or ml_dtypes.bfloat16 arrays (minimax_h3_nvfp4.bf16 converts). torch is optional.
 
 Errors, raised before anything runs (nothing is written): TypeError for a wrong type or dtype;
-ValueError for a wrong shape, mismatched devices, non-contiguous operands, forbidden aliasing
-(only out is residual exactly is allowed) or an invalid value; RuntimeError for CUDA errors and
-unsupported devices. Messages read "minimax_h3_nvfp4_out_proj: <arg> must be <expected>, got
-<given>", as the C++ validation words them.
+ValueError for a wrong shape (more than 4 dimensions included), mismatched devices,
+non-contiguous operands, forbidden aliasing (only out is residual exactly is allowed) or an
+invalid value; RuntimeError for CUDA errors, a machine without a usable NVIDIA driver and GPU,
+and unsupported devices. Messages read "minimax_h3_nvfp4_out_proj: <arg> must be <expected>,
+got <given>", as the C++ validation words them.
 """
 
 import ctypes
@@ -91,8 +92,13 @@ def _sf_shape(n, k):
 
 def backend_name(device=None, sm90_emulation="faithful"):
     """The GPU build that runs on a CUDA device (None: the current one; an int or a
-    torch.device), e.g. "sm_90a validation, faithful (...)". RuntimeError where no supported
-    CUDA device is."""
+    torch.device), e.g. "sm_90a validation, faithful (...)".
+
+    Raises:
+      TypeError / ValueError: sm90_emulation is not "faithful" or "fast".
+      RuntimeError: no supported CUDA device (no NVIDIA driver or GPU, a driver older than the
+        CUDA 13.0 runtime - R580 or newer is needed - or a GPU other than SM12x / sm_90).
+    """
     code = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
     if device is None:
         index = -1
@@ -167,6 +173,9 @@ def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
         _np_check("act_sf", act_sf, "sf", writeable=True)
     _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
     _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
+    for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),
+                    ("residual", residual), ("out", out), ("act_q", act_q), ("act_sf", act_sf)):
+        _native.check_ndim(_OP, name, x)
     m = attn_out.shape[0]
     n = o_weight_q.shape[0]
     if out is None:
@@ -236,6 +245,9 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
         _t_check("act_sf", act_sf, _SF, device)
     _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
     _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
+    for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),
+                    ("residual", residual), ("out", out), ("act_q", act_q), ("act_sf", act_sf)):
+        _native.check_ndim(_OP, name, x)
     m, k = attn_out.shape
     n = o_weight_q.shape[0]
     in_place = out is residual
@@ -274,9 +286,22 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
         the activation codes and scales.
       sm90_emulation, cpu_gemm, tile: keyword-only extras beyond FlashInfer's (module
         docstring).
+    NumPy has no bf16 dtype: NumPy bf16 operands are uint16 arrays of bf16 bit patterns (or
+    ml_dtypes.bfloat16 arrays); minimax_h3_nvfp4.bf16 converts from and to float32.
+
     Returns:
-      out, bf16 [M, N] (a torch tensor on attn_out's device, or a NumPy array of attn_out's
-      dtype).
+      out, bf16 [M, N]: a torch tensor on attn_out's device, or a NumPy array of
+      residual's dtype (uint16 bits or ml_dtypes.bfloat16); `out` itself when given.
+    Raises (before anything is written):
+      TypeError: an operand of the wrong type or dtype (e.g. gate_index not int32), or a
+        keyword extra that is not a string.
+      ValueError: shapes that disagree (messages name the operand and the expected shape,
+        e.g. "residual must have shape [M, N] = [37, 128], got [37, 64]"), K not a positive
+        multiple of 64 (the GPU: of 256, N of 128), more than 4 dimensions, non-contiguous or
+        read-only outputs, forbidden aliasing, a global scale that is not finite and > 0, an
+        unknown keyword value, operands on different devices.
+      RuntimeError: a CUDA error, no usable NVIDIA driver or GPU for CUDA tensors, an
+        unsupported GPU.
     """
     sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
     gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
@@ -303,6 +328,11 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
       (o_weight_q uint8 [N, K/2], o_weight_sf uint8 [round_up(N,128), round_up(K/16,4)] 128x4
       swizzled, o_weight_global_scale float32 [1] = RN(2688 / amax)), on the weight's device
       (torch) or as NumPy arrays.
+    Raises:
+      TypeError: weight is not a torch tensor or NumPy array of bf16 (NumPy: uint16 bit
+        patterns or ml_dtypes.bfloat16) or float32.
+      ValueError: weight is not 2-D, K is not a positive multiple of 16, a value is not finite,
+        or the global scale 2688 / amax would overflow float32.
     """
     is_torch = _torch is not None and isinstance(weight, _torch.Tensor)
     if is_torch:

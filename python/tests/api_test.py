@@ -8,6 +8,7 @@ $H3_TESTDATA.
 
 import inspect
 import os
+import re
 import sys
 import unittest
 
@@ -364,14 +365,53 @@ class ErrorTest(unittest.TestCase):
                   {"o_weight_sf": c["o_weight_sf"][:64].copy()})
         self.call(ValueError, r"^%s: attn_out must be 2-D \[M, K\], got shape \[9472\]$" % OP,
                   {"attn_out": c["attn_out"].reshape(-1)})
-        self.call(ValueError, r"^%s: shape.k: expected a positive multiple of 64, got 96$" % OP,
-                  {"attn_out": c["attn_out"][:, :96].copy()})
+        self.call(ValueError, r"^%s: shape.k \(the columns K of attn_out \[M, K\]\) must be a "
+                  r"positive multiple of 64, got 96$" % OP, {"attn_out": c["attn_out"][:, :96].copy()})
         self.call(ValueError, r"out must have shape \[M, N\] = \[37, 128\], got \[37, 127\]",
                   out=np.zeros((37, 127), np.uint16))
         self.call(ValueError, r"act_q must have shape \[M, K/2\] = \[37, 128\], got \[37, 64\]",
                   act_q=np.zeros((37, 64), np.uint8))
         self.call(ValueError, r"act_global_scale must be one float32 \(\[1\] or a scalar\), "
                   r"got shape \[2\]", {"act_global_scale": np.ones(2, np.float32)})
+
+    def test_bad_input_table(self):
+        """One row per bad input: the exception class, and a message that names the argument,
+        says what it must be and what it was (nothing is written: self.call checks)."""
+        c = self.c
+        rows = [
+            # (what, replaced operands, keyword arguments, exception, message regex)
+            ("K = 500", {"attn_out": np.zeros((37, 500), np.uint16)}, {}, ValueError,
+             r"^%s: shape.k \(the columns K of attn_out \[M, K\]\) must be a positive multiple "
+             r"of 64, got 500$" % OP),
+            ("G = 0", {"gate": np.zeros((0, 128), np.uint16)}, {}, ValueError,
+             r"^%s: shape.g \(the rows G of gate \[G, N\]\) must be >= 1, got 0$" % OP),
+            ("N = 0", {"o_weight_q": np.zeros((0, 128), np.uint8)}, {}, ValueError,
+             r"^%s: shape.n \(the rows N of o_weight_q \[N, K/2\]\) must be >= 1, got 0$" % OP),
+            ("o_weight_sf 5-D", {"o_weight_sf": c["o_weight_sf"].reshape(2, 4, 8, 4, 8)}, {},
+             ValueError, r"^%s: o_weight_sf must have at most 4 dimensions, got shape "
+             r"\[2, 4, 8, 4, 8\] \(5-D, 2048 elements\)$" % OP),
+            ("residual 5-D", {"residual": c["residual"].reshape(37, 2, 2, 4, 8)}, {}, ValueError,
+             r"^%s: residual must have at most 4 dimensions, got shape \[37, 2, 2, 4, 8\]" % OP),
+            ("o_weight_sf wrong size, 3-D", {"o_weight_sf": c["o_weight_sf"].reshape(2, 32, 32)[:1]},
+             {}, ValueError, r"o_weight_sf must be round_up\(N,128\) \* round_up\(K/16,4\) = 2048 "
+             r"bytes \(N = 128, K = 256\), got 1024 bytes \(shape \[1, 32, 32\]\)"),
+            ("gate_index int64", {"gate_index": c["gate_index"].astype(np.int64)}, {}, TypeError,
+             r"^%s: gate_index must be of dtype int32, got int64$" % OP),
+            ("gate_index float64", {"gate_index": c["gate_index"].astype(np.float64)}, {},
+             TypeError, r"^%s: gate_index must be of dtype int32, got float64$" % OP),
+            ("gate as float32", {"gate": c["gate"].astype(np.float32)}, {}, TypeError,
+             r"^%s: gate must be of dtype bfloat16 \(uint16 bit patterns or ml_dtypes.bfloat16\), "
+             r"got float32$" % OP),
+            ("act_q 3-D", {}, {"act_q": np.zeros((37, 2, 64), np.uint8)}, ValueError,
+             r"^%s: act_q must have shape \[M, K/2\] = \[37, 128\], got \[37, 2, 64\]$" % OP),
+            ("gate 1-D", {"gate": c["gate"].reshape(-1)}, {}, ValueError,
+             r"^%s: gate must be 2-D \[G, N\], got shape \[1152\]$" % OP),
+            ("act_global_scale inf", {"act_global_scale": np.full(1, np.inf, np.float32)}, {},
+             ValueError, r"^%s: act_global_scale: expected a finite value > 0, got inf" % OP),
+        ]
+        for what, replace, kw, exc, pattern in rows:
+            with self.subTest(what):
+                self.call(exc, pattern, replace, **kw)
 
     def test_value_errors_values(self):
         c = self.c
@@ -462,6 +502,48 @@ class ErrorTest(unittest.TestCase):
                              % OP)
         else:
             self.assertRegex(name, r"^sm_")
+
+
+class DocAndVersionTest(unittest.TestCase):
+
+    def test_version_matches_core(self):
+        # core/version.h holds the version every command-line tool prints; the package's must
+        # be the same. Under Bazel the header is a data dependency; in a checkout, beside us.
+        candidates = [os.path.join(os.path.dirname(os.path.dirname(_HERE)), "core", "version.h")]
+        if os.environ.get("TEST_SRCDIR"):
+            candidates.insert(0, os.path.join(os.environ["TEST_SRCDIR"],
+                                              os.environ.get("TEST_WORKSPACE", ""),
+                                              "core", "version.h"))
+        path = next((p for p in candidates if os.path.exists(p)), None)
+        if path is None:
+            self.skipTest("core/version.h not found (an installed package outside the checkout)")
+        with open(path) as f:
+            m = re.search(r'^#define H3_VERSION "([^"]+)"$', f.read(), re.M)
+        self.assertIsNotNone(m, "no H3_VERSION in %s" % path)
+        self.assertEqual(minimax_h3_nvfp4.__version__, m.group(1))
+        self.assertRegex(m.group(1), r"^0\.\d+\.\d+$")
+
+    def test_help_lists_errors_and_bf16(self):
+        for fn in (minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4,
+                   minimax_h3_nvfp4.backend_name):
+            with self.subTest(fn.__name__):
+                self.assertIn("Raises", fn.__doc__)
+                self.assertIn("RuntimeError" if fn is not quantize_minimax_h3_o_weight_nvfp4
+                              else "ValueError", fn.__doc__)
+        doc = minimax_h3_nvfp4_out_proj.__doc__
+        self.assertIn("uint16", doc)
+        self.assertIn("residual's dtype", doc)
+        self.assertNotIn("attn_out's dtype", doc)
+
+    def test_out_dtype_follows_residual(self):
+        if ml_dtypes is None:
+            self.skipTest("ml_dtypes is not installed")
+        c = load_op_case("op_exact")
+        args = inputs(c)
+        args[7] = args[7].view(ml_dtypes.bfloat16)  # attn_out stays uint16
+        out = minimax_h3_nvfp4_out_proj(*args)
+        self.assertEqual(out.dtype, ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(out.view(np.uint16), c["out"])
 
 
 class NoTorchTest(unittest.TestCase):
