@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/global_scale.h"
 #include "emulator/epilogue.h"
 #include "emulator/formats.h"
 #include "emulator/gemm.h"
@@ -37,13 +38,6 @@ absl::Status CheckSize(const char* name, int64_t expected, size_t given, const c
   return absl::OkStatus();
 }
 
-absl::Status CheckScale(const char* name, float v) {
-  if (!std::isfinite(v) || !(v > 0.0f)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: expected a finite value > 0, got %g (bits 0x%08x)", name, v, F32Bits(v)));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -64,9 +58,10 @@ absl::Status ValidateOpInputs(const OpInputs& in) {
     return st;
   if (absl::Status st = CheckSize("residual", s.m * s.n, in.residual.size(), "m*n"); !st.ok())
     return st;
-  if (absl::Status st = CheckScale("o_weight_global_scale", in.o_weight_global_scale); !st.ok())
+  if (absl::Status st = CheckGlobalScale("o_weight_global_scale", in.o_weight_global_scale);
+      !st.ok())
     return st;
-  return CheckScale("act_global_scale", in.act_global_scale);
+  return CheckGlobalScale("act_global_scale", in.act_global_scale);
 }
 
 absl::Status ValidateOpOutputs(const OpShape& s, const OpOutputs& out) {

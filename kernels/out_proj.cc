@@ -11,8 +11,11 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/aliasing.h"
+#include "core/cuda_diagnosis.h"
+#include "core/global_scale.h"
 #include "core/scale_layout.h"
 #include "kernels/kernel_set.h"
 #include "kernels/out_proj_internal.h"
@@ -33,9 +36,25 @@ struct DeviceKind {
   std::string name;
 };
 
+static_assert(cudaErrorInsufficientDriver == kCudaErrorInsufficientDriver &&
+                  cudaErrorNoDevice == kCudaErrorNoDevice,
+              "core/cuda_diagnosis.h's error codes");
+
 absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
+  // No device at all, or a driver too old for this runtime: said as such (the runtime's own
+  // message reads "driver version is insufficient" in both cases).
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    return absl::UnavailableError(
+        "minimax_h3_nvfp4_out_proj: " +
+        NoCudaDeviceReason(e, cudaGetErrorName(e), cudaGetErrorString(e), driver, CUDART_VERSION));
+  }
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceCount");
   int dev = 0, major = 0, minor = 0;
-  cudaError_t e = cudaGetDevice(&dev);
+  e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
   // Two attribute queries instead of cudaGetDeviceProperties, which is slow on every call.
   e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -228,13 +247,6 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
       a.out == a.residual);
 }
 
-absl::Status CheckScale(const char* name, float v) {
-  if (!std::isfinite(v) || !(v > 0.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be finite and > 0, got %g", name, v));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -283,13 +295,15 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return CudaError(e, "reading the global scales (kChecked)");
-    if (absl::Status s = CheckScale("act_global_scale", act_gs); !s.ok()) return s;
-    if (absl::Status s =
-            CheckScale(args.o_weight_global_scale_dev != nullptr ? "o_weight_global_scale_dev"
-                                                                 : "o_weight_global_scale",
-                       w_gs);
-        !s.ok()) {
-      return s;
+    for (const auto& [name, v] :
+         {std::pair<const char*, float>{"act_global_scale", act_gs},
+          {args.o_weight_global_scale_dev != nullptr ? "o_weight_global_scale_dev"
+                                                     : "o_weight_global_scale",
+           w_gs}}) {
+      if (absl::Status s = CheckGlobalScale(name, v); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
+      }
     }
   }
 

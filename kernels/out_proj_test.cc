@@ -425,7 +425,7 @@ TEST(OutProjTest, ErrorPaths) {
        [](OutProjArgs& a) { a.act_sf = reinterpret_cast<uint8_t*>(const_cast<uint16_t*>(a.gate)); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "act_sf must not overlap gate"},
       {"act_gs 0", [&](OutProjArgs& a) { a.act_global_scale = bad_scale; }, CheckMode::kChecked,
-       absl::StatusCode::kInvalidArgument, "act_global_scale must be finite and > 0"},
+       absl::StatusCode::kInvalidArgument, "act_global_scale must be a finite value > 0"},
       {"act_gs -1", [&](OutProjArgs& a) { a.act_global_scale = bad_scale + 1; },
        CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "act_global_scale"},
       {"act_gs nan", [&](OutProjArgs& a) { a.act_global_scale = bad_scale + 2; },

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/aliasing.h"
+#include "core/global_scale.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
 #include "emulator/check.h"
@@ -111,6 +113,20 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
         "minimax_h3_nvfp4_out_proj: the C ABI version must be %d (this library), got %d: the "
         "Python package and libminimax_h3_nvfp4.so come from different builds",
         H3_CAPI_VERSION, a->version));
+  }
+  // H3Array carries at most 4 dimensions: any other rank is refused before its shape is read.
+  const std::pair<const char*, const H3Array*> arrays[] = {
+      {"attn_out", &a->attn_out},       {"o_weight_q", &a->o_weight_q},
+      {"o_weight_sf", &a->o_weight_sf}, {"o_weight_global_scale", &a->o_weight_global_scale},
+      {"act_global_scale", &a->act_global_scale}, {"gate", &a->gate},
+      {"gate_index", &a->gate_index},   {"residual", &a->residual},
+      {"out", &a->out},                 {"act_q", &a->act_q},
+      {"act_sf", &a->act_sf},           {"ready_flags", &a->ready_flags}};
+  for (const auto& [name, arr] : arrays) {
+    if (arr->ndim < 0 || arr->ndim > 4) {
+      return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", name,
+                     "an array of 0 to 4 dimensions", absl::StrFormat("ndim %d", arr->ndim));
+    }
   }
   absl::Status s;
   if (!(s = CheckRank("attn_out", a->attn_out, 2, "[M, K]")).ok()) return s;
@@ -296,10 +312,11 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
   }
   if (a->o_weight_global_scale.data == nullptr) {
     // A host value: checked here (the kernel checks device values only in kChecked mode).
-    const float v = a->o_weight_global_scale_value;
-    if (!std::isfinite(v) || !(v > 0.0f)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "minimax_h3_nvfp4_out_proj: o_weight_global_scale must be finite and > 0, got %g", v));
+    if (absl::Status s = h3::CheckGlobalScale("o_weight_global_scale",
+                                              a->o_weight_global_scale_value);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
     }
   }
   h3::OutProjArgs p;
