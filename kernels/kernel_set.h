@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "kernels/params.h"
 #include "kernels/tiles.h"
 
@@ -21,8 +23,11 @@ enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 struct KernelSet {
   // Once per context, build and tile: raises the kernel's dynamic shared-memory limit and returns
   // in *resident_ctas how many of its CTAs are co-resident on the current device (SMs x CTAs per
-  // SM). The persistent grid never exceeds it, so every CTA runs at once.
-  cudaError_t (*configure)(KernelBuild build, OutProjTile tile, int* resident_ctas);
+  // SM). The persistent grid never exceeds it, so every CTA runs at once. Sets *refusal (and
+  // returns cudaErrorInvalidConfiguration) when the compiled kernel breaks an assumption its
+  // code relies on and could hang (register_split.h).
+  cudaError_t (*configure)(KernelBuild build, OutProjTile tile, int* resident_ctas,
+                           std::string* refusal);
   // Encodes the TMA descriptors of p and launches on `stream` (grid: at most resident_ctas). On
   // failure returns the CUDA error and sets *what to the step that failed.
   cudaError_t (*launch)(const OutProjParams& p, KernelBuild build, OutProjTile tile,

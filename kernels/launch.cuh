@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "kernels/arch.cuh"
 #include "kernels/config.cuh"
@@ -19,6 +20,7 @@
 #include "kernels/kernel_set.h"
 #include "kernels/out_proj_kernel.cuh"
 #include "kernels/params.h"
+#include "kernels/register_split.h"
 #include "kernels/rings.cuh"
 #include "kernels/sm90/fast_kernel.cuh"
 #include "kernels/tiles.h"
@@ -113,11 +115,40 @@ inline cudaError_t EncodeU8Map(EncodeTiledFn encode, CUtensorMap* map, const voi
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// What the kernel's code assumes of its compiled form, from the runtime's view of it: every
+// thread's registers can complete the setmaxnreg split (register_split.h), all of its shared
+// memory is the dynamic block AlignedSmem realigns, and a CTA of kThreads can launch.
 template <class Instance>
-cudaError_t Configure(const Instance& k, int* resident_ctas) {
+std::string CompiledKernelRefusal(const Instance& k, cudaError_t* e) {
   using Cfg = typename Instance::Cfg;
+  cudaFuncAttributes attr = {};
+  *e = cudaFuncGetAttributes(&attr, k.fn);
+  if (*e != cudaSuccess) return "";
+  if (attr.maxThreadsPerBlock < Cfg::kThreads) {
+    return "the kernel can launch " + std::to_string(attr.maxThreadsPerBlock) +
+           " threads per CTA, its warp roles need " + std::to_string(Cfg::kThreads);
+  }
+  if (attr.sharedSizeBytes != 0) {
+    return "the kernel has " + std::to_string(attr.sharedSizeBytes) +
+           " bytes of static shared memory; its layout assumes the dynamic block alone";
+  }
+  if constexpr (Cfg::kSetMaxNReg) {
+    const RegisterSplit split{Cfg::kThreads, Cfg::kProducerWarps * 32, Cfg::kProducerRegs,
+                              Cfg::kConsumerWarps * 32, Cfg::kConsumerRegs};
+    return RegisterSplitRefusal(split, attr.numRegs);
+  }
+  return "";
+}
+
+template <class Instance>
+cudaError_t Configure(const Instance& k, int* resident_ctas, std::string* refusal) {
+  using Cfg = typename Instance::Cfg;
+  cudaError_t e = cudaSuccess;
+  *refusal = CompiledKernelRefusal(k, &e);
+  if (e != cudaSuccess) return e;
+  if (!refusal->empty()) return cudaErrorInvalidConfiguration;
   int dev = 0, sms = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&dev);
+  e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e == cudaSuccess) {
     e = cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -185,8 +216,10 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
 template <class Variant>
 KernelSet MakeKernelSet() {
   KernelSet set;
-  set.configure = [](KernelBuild build, OutProjTile tile, int* resident_ctas) {
-    return WithKernel<Variant>(build, tile, [&](const auto& k) { return Configure(k, resident_ctas); });
+  set.configure = [](KernelBuild build, OutProjTile tile, int* resident_ctas,
+                     std::string* refusal) {
+    return WithKernel<Variant>(
+        build, tile, [&](const auto& k) { return Configure(k, resident_ctas, refusal); });
   };
   set.launch = [](const OutProjParams& p, KernelBuild build, OutProjTile tile, int resident_ctas,
                   cudaStream_t stream, const char** what) {

@@ -149,7 +149,13 @@ absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelB
           "device %d allows %d",
           set.smem_bytes(build, tile), dev, optin));
     }
-    e = set.configure(build, tile, &ctas);
+    std::string refusal;
+    e = set.configure(build, tile, &ctas, &refusal);
+    if (!refusal.empty()) {
+      ctas = 0;
+      return absl::FailedPreconditionError(
+          absl::StrCat("minimax_h3_nvfp4_out_proj: device ", dev, ": ", refusal));
+    }
     if (e != cudaSuccess) {
       ctas = 0;
       return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
