@@ -10,7 +10,7 @@
 namespace h3::kernels {
 
 // All pointers device. a: [32][4], b: [32][2], c/d: [32][4] f32, sfa/sfb: [32].
-// d_inst: MmaBlockScaled (native on sm_120f, instruction-level emulation on sm_90a).
+// d_inst: TargetArch::Mma (native on sm_120f, instruction-level emulation on sm_90a).
 // d_emu: the instruction-level emulation (any arch).
 // d_frag: the fragment-level emulation (Dequant{A,B}Fragment + bf16 MMAs, scaled back by 2^16).
 cudaError_t RunOneMma(const uint32_t* a, const uint32_t* b, const float* c, const uint32_t* sfa,

@@ -11,11 +11,11 @@
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, default tile
 //   fused_128x128  the same with OutProjTile::k128x128 (an alternative config)
 //   fused_lockstep the same with OutProjTile::k128x256Lockstep (the other alternative)
-//   fused_no_epilogue  timing only: `fused` without its epilogue (OutProjDebug::kSkipEpilogue;
+//   fused_no_epilogue  timing only: `fused` without its epilogue (timing_variants.h kNoEpilogue;
 //                  out not written): fused minus this = the exposed epilogue
 //   fused_lockstep_no_epilogue  the same for fused_lockstep
 //   fused_one_group  timing only: fused_no_epilogue with the second consumer warpgroup's MMAs off
-//                  too (OutProjDebug::kOneGroupMma); its `one_warp_mma` counter = the time of
+//                  too (timing_variants.h kOneGroupMma); its `one_warp_mma` counter = the time of
 //                  fused_no_epilogue / (2 x this): the tensor rate one MMA warp per
 //                  sub-partition sustains, the skewed default's one assumption
 

@@ -53,7 +53,7 @@ Design Current128Design() {
   d.epilogue = Epilogue::kSerialL2Prefetch;
   d.gate_in_smem = false;
   d.epilogue_instr_per_pair = 16;
-  d.epilogue_access_bytes = 16;  // StoreTileVec16 (aligned gate / residual / out)
+  d.epilogue_access_bytes = 16;  // StoreTile<..., 4>: 16-byte accesses (aligned gate / residual / out)
   d.bk = 128;
   d.stages = 4;
   d.sfa_load = SfaLoad::kTmaBoxPairStages;

@@ -108,7 +108,7 @@ void PrintH200Calibration(const Hardware& h) {
     p128.m = 4096;
     const double model128 = Predict(h, Current128Design(), p128).epilogue_tile * kUs;
     // harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv: the bench's
-    // fused - fused_no_epilogue (OutProjDebug::kSkipEpilogue), medians of 5, A/B twice.
+    // fused - fused_no_epilogue (the bench's NoEpilogue timing variant), medians of 5, A/B twice.
     std::printf(
         "   measured exposed epilogue (bench fused - fused_no_epilogue), 4-byte -> 16-byte "
         "epilogue: faithful 128x256 95 -> 54 / 213 -> 116 us at M = 4096 / 16384 = 15.9 -> 9.0 / "

@@ -141,7 +141,7 @@ struct Design {
   // L2 round trip per tile, no shared memory), as kernels/epilogue.cuh does.
   bool gate_in_smem = true;
   // Bytes per lane of the epilogue's global accesses from the MMA C layout: 4 (one bf16 pair,
-  // StoreTile) or 16 (four pairs after a quad transpose, StoreTileVec16). Each warp access
+  // StoreTile<..., 1>) or 16 (four pairs after a quad transpose, StoreTile<..., 4>). Each warp access
   // touches 8 rows (8 L1 wavefronts) either way, so 16-byte accesses need a quarter of them.
   int epilogue_access_bytes = 4;
   bool gemm_only = false;  // cuBLASLt-like GEMM: no quantizer, no residual / gate

@@ -77,7 +77,7 @@ class PrecisionJudge {
   std::vector<CaseTally> by_case_;
 };
 
-// The e2m1 group: the kernels' F32x2ToE2m1Byte as the device ran it, against F32ToE2M1.
+// The e2m1 group: the kernels' Arch::E2m1Byte as the device ran it, against F32ToE2M1.
 void JudgeE2m1(const ProbeCases& cases, const DeviceResults& results, GroupResult& g,
                const JudgeOptions& opt);
 // The raw cvt.rn.satfinite.e2m1x2.f32 (SM12x only) against the contract, as a measurement.

@@ -384,7 +384,7 @@ std::string RawCvtMeasurement(const ProbeCases& cases, const DeviceResults& resu
     parts.push_back(absl::StrFormat("%s %d (e.g. %s)", cat, count, example.at(cat)));
   }
   return absl::StrFormat(
-      "raw cvt.rn.satfinite.e2m1x2.f32 differs from the contract on: %s; F32x2ToE2m1Byte forces "
+      "raw cvt.rn.satfinite.e2m1x2.f32 differs from the contract on: %s; Arch::E2m1Byte forces "
       "NaN -> 0x7 and the zero sign after it (judged above)",
       absl::StrJoin(parts, "; "));
 }

@@ -133,7 +133,7 @@ constexpr GroupSpec kGroups[] = {
      "scale 0x7F makes its row / column NaN (also over zero codes); a NaN C stays NaN; 0x7F "
      "in ignored lanes has no effect"},
     {Area::kConversion, "e2m1", "values",
-     "F32x2ToE2m1Byte (the kernels' conversion) against F32ToE2M1: NaN -> 0x7, -0 and tiny "
+     "Arch::E2m1Byte (the kernels' conversion) against F32ToE2M1: NaN -> 0x7, -0 and tiny "
      "negatives -> 0x8, ties to even, saturation to +-6, both nibbles"},
 };
 
@@ -216,7 +216,7 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
   }
   if (!rep.conversion_ok) {
     v.push_back(
-        absl::StrCat("E2M1 CONVERSION DIFFERENCE in F32x2ToE2m1Byte (section 2): act_q "
+        absl::StrCat("E2M1 CONVERSION DIFFERENCE in Arch::E2m1Byte (section 2): act_q "
                      "will differ from the emulator"));
   }
   if (v.empty()) {

@@ -16,7 +16,7 @@
 //               scale bytes, ignored lanes poisoned)
 //   precision:  exact (sums that need all 24 bits: bit-exact), bound (partial sums that need more
 //               than 24 bits: section 8's bound), subnormal (UE4M3 0x01-0x07), nan (scale 0x7F)
-//   conversion: e2m1 (F32x2ToE2m1Byte: NaN, signed zeros, ties, saturation)
+//   conversion: e2m1 (Arch::E2m1Byte: NaN, signed zeros, ties, saturation)
 // The final verdict separates the three areas, so a failing sweep on that device can be told to
 // be a layout bug, an accumulation-precision deviation or a conversion difference.
 
@@ -103,7 +103,7 @@ struct MmaCase {
   uint32_t sfb[32] = {};
 };
 
-// The e2m1 conversion inputs: byte i = F32x2ToE2m1Byte(even[i], odd[i]) (even: low nibble).
+// The e2m1 conversion inputs: byte i = Arch::E2m1Byte(even[i], odd[i]) (even: low nibble).
 struct E2m1Cases {
   std::vector<float> even, odd;
 };

@@ -2,9 +2,9 @@
 #define H3_HARNESS_PROBE_PROBE_KERNELS_CUH_
 
 // Launchers of the probe's device half (host-callable; the kernels are in probe_kernels.cu).
-// Each runs exactly the kernels' own device functions: h3::kernels::MmaBlockScaled (the native
+// Each runs exactly the kernels' own device functions: h3::kernels::TargetArch::Mma (the native
 // block-scaled mma.sync in the SM12x family build sm_120f, the exact emulation
-// kernels/sm90/mma_emulated.cuh on sm_90a) and h3::kernels::F32x2ToE2m1Byte
+// kernels/sm90/mma_emulated.cuh on sm_90a) and h3::kernels::TargetArch::E2m1Byte
 // (cvt.rn.satfinite.e2m1x2.f32 plus the contract's fix-ups on sm_120f, the software twin on
 // sm_90a).
 
@@ -19,13 +19,13 @@ namespace h3::probe {
 cudaError_t LaunchMmaBatch(const uint32_t* a, const uint32_t* b, const float* c,
                            const uint32_t* sfa, const uint32_t* sfb, int64_t cases, float* d);
 
-// bytes[i] = F32x2ToE2m1Byte(even[i], odd[i]) (even -> low nibble). raw[i] = the bare
+// bytes[i] = TargetArch::E2m1Byte(even[i], odd[i]) (even -> low nibble). raw[i] = the bare
 // cvt.rn.satfinite.e2m1x2.f32 of the same pair where the sm_120f build runs, else 0xFF.
 cudaError_t LaunchE2m1Batch(const float* even, const float* odd, int64_t count, uint8_t* bytes,
                             uint8_t* raw);
 
 // What device code ran: info[0] = __CUDA_ARCH__ of the kernel image the runtime picked,
-// info[1] = 1 when MmaBlockScaled is the native instruction, info[2] = 1 when the raw cvt ran.
+// info[1] = 1 when TargetArch::Mma is the native instruction, info[2] = 1 when the raw cvt ran.
 cudaError_t LaunchBuildInfo(int* info);
 
 }  // namespace h3::probe
