@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/bounded_wait.cuh"
 #include "kernels/params.h"
 #include "kernels/ptx.cuh"
 #include "kernels/ready_flags.h"
@@ -162,7 +163,20 @@ struct Loader {
     w.Next(ksteps);
     return RingState::kIssued;
   }
+  // What the load warp waits for after a round that issued nothing (bounded_wait.cuh).
+  __device__ __forceinline__ WaitSite Waiting(RingState sa, int b_waiting) const {
+    if (sa == RingState::kWaitReady) {
+      return {WaitKind::kChunkReady, ready_chunk + 1, 0, a.sched.mt, a.sched.nt, kLoaderBound};
+    }
+    if (sa == RingState::kWaitSlot) {
+      return {WaitKind::kSlotA, a.pos.stage, static_cast<int>(a.pos.phase ^ 1u), a.sched.mt,
+              a.sched.nt, kLoaderBound};
+    }
+    const RingWalk<Cfg, Cfg::kStages>& w = b_waiting == 0 ? b0 : b1;
+    return {WaitKind::kSlotB, b_waiting, w.pos.stage, w.sched.mt, w.sched.nt, kLoaderBound};
+  }
   __device__ __forceinline__ void Run() {
+    uint64_t idle_since = 0;  // %globaltimer at the first round without progress; 0 otherwise
     for (;;) {
       const RingState sa = TryA();
       bool active = sa != RingState::kDone, issued = sa == RingState::kIssued;
@@ -177,7 +191,16 @@ struct Loader {
         }
       }
       if (!active) break;
-      if (issued) continue;
+      if (issued) {
+        idle_since = 0;
+        continue;
+      }
+      const uint64_t now = ptx::GlobalTimerNs();
+      if (idle_since == 0) {
+        idle_since = now;
+      } else if (now - idle_since > p.wait_limit_ns * kLoaderBound) {
+        GiveUpWaiting(p, Waiting(sa, b_waiting), now - idle_since);
+      }
       if (sa == RingState::kWaitSlot) {
         ptx::MbarTryWaitFor(&st.empty[a.pos.stage], a.pos.phase ^ 1u,
                             b_waiting >= 0 ? kIdleShortNs : kIdleNs);

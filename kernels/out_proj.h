@@ -77,6 +77,14 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
 // Bytes of the per-call ready-flag workspace for m rows (a multiple of 16).
 int64_t OutProjReadyFlagBytes(int64_t m);
 
+// Every wait in the kernel is bounded (kernels/stall.h): past MINIMAX_H3_NVFP4_WAIT_LIMIT_MS
+// (default 60 s in release builds, 10 s with assertions on) the kernel records which CTA, warp
+// role, tile, barrier or ready flag it waited on, and traps: a hang becomes an error. In
+// CheckMode::kChecked the error message carries that record; in kAsync mode the fault shows at
+// the caller's next synchronization, and OutProjStallStatus() then returns the record (OK when
+// the current context has none).
+absl::Status OutProjStallStatus();
+
 // Which build runs on the current device ("sm_120f native" / "sm_90a validation (emulated
 // block-scaled MMA)"), or an error naming an unsupported device.
 absl::StatusOr<std::string> OutProjBackendName(

@@ -10,14 +10,16 @@
 // skewed a few stages apart (Cfg::kSkewed) so that one's epilogue runs under the other's MMAs.
 //
 // Template parameters: Cfg (config.cuh, a tiles.h entry), Arch (arch.cuh: the target's policy)
-// and Variant: what the consumers do besides the product's work. The product instantiates
-// Product; only the bench's testonly timing variants (harness/bench) instantiate others.
+// and Variant: whether the quantizers publish, whether both consumer groups issue MMAs, what a
+// finished tile's accumulators go to. The product instantiates Product; only testonly targets
+// instantiate others (the bench's timing variants, the stall test's kernel).
 
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "kernels/bounded_wait.cuh"
 #include "kernels/epilogue.cuh"
 #include "kernels/mainloop.cuh"
 #include "kernels/params.h"
@@ -29,8 +31,10 @@
 
 namespace h3::kernels {
 
-// The product: every consumer warpgroup issues its MMAs, every warp tile gets the epilogue.
+// The product: the quantizer warps publish every unit, every consumer warpgroup issues its MMAs,
+// every warp tile gets the epilogue.
 struct Product {
+  static constexpr bool kPublish = true;
   static constexpr bool kEveryGroupMma = true;
   template <class Cfg, class Arch>
   __device__ __forceinline__ static void Epilogue(const WarpAcc<Cfg>& acc, int64_t row0,
@@ -45,8 +49,10 @@ struct Product {
 // t % 2 (config.cuh: never lapped). Timing only: the rings' mbarriers order every shared-memory
 // access, this keeps the groups apart. Deadlock-free: the leader reaches that lead on A stages
 // the trailer no longer holds (config.cuh kSkewStages).
-__device__ __forceinline__ void SkewGate(uint64_t (&gate)[2], uint32_t t) {
-  ptx::MbarWait(&gate[t & 1], (t >> 1) & 1);
+__device__ __forceinline__ void SkewGate(uint64_t (&gate)[2], uint32_t t, const OutProjParams& p,
+                                         int mt, int nt) {
+  const int g = static_cast<int>(t & 1), phase = static_cast<int>((t >> 1) & 1);
+  MbarWaitBounded(&gate[g], phase, p, {WaitKind::kSkewGate, g, phase, mt, nt, kGateBound});
 }
 
 // One tile's stages, one ConsumeStage each. A warp whose tile lies beyond N (half a tile at the
@@ -54,7 +60,8 @@ __device__ __forceinline__ void SkewGate(uint64_t (&gate)[2], uint32_t t) {
 // false) touches only the A ring. One thread of the leading group (publish) arrives on the tile's
 // gate kSkewStages stages in (SkewGate).
 template <class Cfg, class Arch>
-__device__ __forceinline__ void ConsumeTileStages(SharedStorage<Cfg>& st,
+__device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt, int nt,
+                                                  SharedStorage<Cfg>& st,
                                                   RingPos<Cfg::kAStages>& ra,
                                                   RingPos<Cfg::kStages>& rb, SfaPos<Cfg>& sfa,
                                                   int ksteps, int group, int warp_m, int warp_n,
@@ -63,9 +70,15 @@ __device__ __forceinline__ void ConsumeTileStages(SharedStorage<Cfg>& st,
   const int n_base = (warp_n * Cfg::kWarpTileN) % Cfg::kGroupBN;  // in the ring's B tile
   const int publish_at = (Cfg::kSkewStages < ksteps ? Cfg::kSkewStages : ksteps) - 1;
   for (int ks = 0; ks < ksteps; ++ks) {
-    ptx::MbarWait(&st.full[ra.stage], ra.phase);
+    MbarWaitBounded(&st.full[ra.stage], ra.phase, p,
+                    {WaitKind::kFullA, ra.stage, static_cast<int>(ra.phase), mt, nt,
+                     kConsumerBound});
     const int slot_b = group * Cfg::kStages + rb.stage;
-    if (Cfg::kSkewed && has_b) ptx::MbarWait(&st.full_b[slot_b], rb.phase);
+    if (Cfg::kSkewed && has_b) {
+      MbarWaitBounded(&st.full_b[slot_b], rb.phase, p,
+                      {WaitKind::kFullB, slot_b, static_cast<int>(rb.phase), mt, nt,
+                       kConsumerBound});
+    }
     if (active) {
       const int sb = Cfg::kSkewed ? rb.stage : ra.stage;
       ConsumeStage<Cfg, Arch>(st.a[ra.stage], st.B(group, sb), sfa.Row0(st), st.Sfb(group, sb),
@@ -105,11 +118,12 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
   SfaPos<Cfg> sfa;
   for (uint32_t t = 0; sched.Valid(); sched.Next(), ++t) {
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;  // this warp's first column
-    if (Cfg::kSkewed && group == 1) SkewGate(st.gate, t);
+    if (Cfg::kSkewed && group == 1) SkewGate(st.gate, t, p, sched.mt, sched.nt);
     WarpAcc<Cfg> acc;
     acc.Zero();
     const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, sched.nt) < p.n;
-    ConsumeTileStages<Cfg, Arch>(st, ra, rb, sfa, ksteps, group, warp_m, warp_n, has_b,
+    ConsumeTileStages<Cfg, Arch>(p, sched.mt, sched.nt, st, ra, rb, sfa, ksteps, group, warp_m,
+                                 warp_n, has_b,
                                  mma_on && col0 < p.n, publisher ? &st.gate[t & 1] : nullptr, acc);
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
@@ -132,7 +146,7 @@ __device__ __forceinline__ void RunOutProj(const CUtensorMap* tmap_aq, const CUt
   __syncthreads();
   const float act_gs = *p.act_gs;
   if ((threadIdx.x >> 5) < Cfg::kProducerWarps) {
-    RunProducers<Cfg, Arch>(p, tmap_aq, tmap_asf, tmap_wq, st, act_gs);
+    RunProducers<Cfg, Arch, Variant>(p, tmap_aq, tmap_asf, tmap_wq, st, act_gs);
   } else {
     if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegInc<Cfg::kConsumerRegs>();
     ConsumerLoop<Cfg, Arch, Variant>(p, st, EpilogueAlpha(p, act_gs));

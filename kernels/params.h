@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/stall.h"
+
 namespace h3::kernels {
 
 struct OutProjParams {
@@ -30,6 +32,10 @@ struct OutProjParams {
   bool prefetch_residual = false;
   // gate, residual and out 16-byte aligned: the epilogue moves 16 bytes per access (epilogue.cuh).
   bool vec16_epilogue = false;
+  // Bounded waits (stall.h): a wait past wait_limit_ns (times its role's factor) writes *stall
+  // (host-mapped; null: nothing is written) and traps.
+  uint64_t wait_limit_ns = 0;
+  StallReport* stall = nullptr;
 };
 
 }  // namespace h3::kernels

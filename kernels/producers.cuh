@@ -47,8 +47,9 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
   ptx::PrefetchTensorMap(tmap_wq);
 }
 
-// Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish.
-template <class Cfg, class Arch>
+// Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish
+// (kPublish false only in the stall test's kernel: nobody publishes, every wait must give up).
+template <class Cfg, class Arch, bool kPublish>
 __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs) {
   const int lane = threadIdx.x & 31;
   const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
@@ -80,13 +81,13 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         }
       }
     }
-    PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+    if constexpr (kPublish) PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
   }
 }
 
 // The producer warpgroup (warps 0..3, all four before any lane diverges): hands registers to the
 // consumers, then loads (warp 0, one lane) or quantizes (warps 1..3).
-template <class Cfg, class Arch>
+template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUtensorMap* tmap_aq,
                                              const CUtensorMap* tmap_asf,
                                              const CUtensorMap* tmap_wq, SharedStorage<Cfg>& st,
@@ -95,7 +96,7 @@ __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUten
   if ((threadIdx.x >> 5) == Cfg::kLoadWarp) {
     if ((threadIdx.x & 31) == 0) Loader<Cfg>(p, tmap_aq, tmap_asf, tmap_wq, st).Run();
   } else {
-    QuantizerLoop<Cfg, Arch>(p, act_gs);
+    QuantizerLoop<Cfg, Arch, Variant::kPublish>(p, act_gs);
   }
 }
 

@@ -35,18 +35,17 @@ __device__ __forceinline__ void MbarArrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(SmemAddr(bar)) : "memory");
 }
 // try_wait.parity returns true once the phase with the given parity has completed (acquire
-// semantics at CTA scope by default); a fresh barrier counts as having completed parity 1.
-__device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = SmemAddr(bar);
+// semantics at CTA scope by default); a fresh barrier counts as having completed parity 1. The
+// thread may be suspended inside it for a system-dependent time before it returns false.
+__device__ __forceinline__ bool MbarTryWait(uint64_t* bar, uint32_t parity) {
   uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(addr), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(SmemAddr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
 }
 // try_wait.parity with a suspend-time hint: the thread sleeps until the phase completes or about
 // `ns` nanoseconds pass (PTX: suspendTimeHint), then returns whether it completed.
@@ -70,6 +69,14 @@ __device__ __forceinline__ bool MbarTest(uint64_t* bar, uint32_t parity) {
       : "r"(SmemAddr(bar)), "r"(parity)
       : "memory");
   return done != 0;
+}
+
+// %globaltimer: nanoseconds (PTX special registers; the resolution is implementation-defined, a
+// microsecond or better), for wait bounds only.
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 // ---- Bulk copies (PTX "cp.async.bulk", "cp.async.bulk.tensor"). ----

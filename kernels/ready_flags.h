@@ -8,6 +8,7 @@
 // by the host API on the launch's stream right before the launch (out_proj.cc), so calls never
 // share one and any call can be captured into a CUDA graph:
 //   word kClaimCounter                      the next quantizer unit to claim (work_units.h)
+//   word kStallClaim                        0 until a thread gives up waiting (bounded_wait.cuh)
 //   word kFlagsOffset + mt * kMaxChunks + c finished row groups of k-chunk c of m-tile mt
 //                                           (ready when it reaches WorkUnits::GroupsInMTile)
 //
@@ -33,6 +34,7 @@
 namespace h3::kernels {
 
 inline constexpr int kClaimCounter = 0;
+inline constexpr int kStallClaim = 1;  // the first thread to give up waiting (stall.h) sets it
 inline constexpr int kFlagsOffset = 32;  // the counter sits in its own 128-byte line
 static_assert(kMaxChunks <= 32, "PublishUnit: one lane per chunk");
 

@@ -15,6 +15,7 @@ __device__ uint32_t g_fold_sink;
 // thread), so nothing is stored in place of the epilogue, and `out` is never touched.
 template <bool kEveryGroupMma_>
 struct NoEpilogue {
+  static constexpr bool kPublish = true;
   static constexpr bool kEveryGroupMma = kEveryGroupMma_;
   template <class Cfg, class Arch>
   __device__ __forceinline__ static void Epilogue(const kernels::WarpAcc<Cfg>& acc, int64_t,

@@ -38,7 +38,7 @@ __device__ __forceinline__ void FastConsumerLoop(const OutProjParams& p, Sm90Sto
   for (; sched.Valid(); sched.Next()) {
     WarpAcc<Cfg> acc;
     acc.Zero();
-    ConsumeTile<Cfg>(st.rings, ring.stage, ring.phase, ksteps, acc);
+    ConsumeTile<Cfg>(p, sched.mt, sched.nt, st.rings, ring.stage, ring.phase, ksteps, acc);
     FinishTile<Cfg>(acc);
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;
     if (col0 >= p.n) continue;
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(Sm90Config::kThreads, 1)
     __syncthreads();
     const float act_gs = *p.act_gs;
     if ((threadIdx.x >> 5) < Sm90Config::kProducerWarps) {
-      RunProducers<Sm90Config, Sm90Emulated>(p, &tmap_aq, &tmap_asf, &tmap_wq, st.rings, act_gs);
+      RunProducers<Sm90Config, Sm90Emulated, Variant>(p, &tmap_aq, &tmap_asf, &tmap_wq, st.rings, act_gs);
     } else {
       FastConsumerLoop<Variant>(p, st, EpilogueAlpha(p, act_gs));
     }

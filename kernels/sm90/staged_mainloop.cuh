@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/bounded_wait.cuh"
 #include "kernels/fragment_math.h"
 #include "kernels/ptx.cuh"
 #include "kernels/sm90/config.cuh"
@@ -238,12 +239,18 @@ __device__ __forceinline__ uint32_t StagingBase() {
 // loads of its last k-step. On return stage/phase point to the next unconsumed stage and every
 // wgmma of the tile has completed.
 template <class Cfg>
-__device__ __forceinline__ void ConsumeTile(SharedStorage<Cfg>& smem, int& stage, uint32_t& phase,
+__device__ __forceinline__ void ConsumeTile(const OutProjParams& p, int mt, int nt,
+                                            SharedStorage<Cfg>& smem, int& stage, uint32_t& phase,
                                             int num_stages, WarpAcc<Cfg>& acc) {
   static_assert(Cfg::kKSteps == 4 && Cfg::kEmuBufs == 4, "one B buffer per k-step of a stage");
   const uint32_t emu = StagingBase();
   uint64_t* full = smem.full;
   uint64_t* empty = smem.empty;
+  const auto wait_full = [&] {
+    MbarWaitBounded(&full[stage], phase, p,
+                    {WaitKind::kFullStaged, stage, static_cast<int>(phase), mt, nt,
+                     kConsumerBound});
+  };
   const Lanes l = MakeLanes<Cfg>();
   float(&d)[64] = AccFlat<Cfg>(acc);
   auto advance = [&] {
@@ -254,7 +261,7 @@ __device__ __forceinline__ void ConsumeTile(SharedStorage<Cfg>& smem, int& stage
   };
 
   uint32_t a16[2][4][4];  // two A register sets: [k % 2][k16 slice j][wgmma A register]
-  ptx::MbarWait(&full[stage], phase);
+  wait_full();
   KStepCodes c;  // codes of the k-step dequantized next
   LoadKStep<Cfg>(Stage<Cfg>(smem, stage), l, 0, c);
   StoreB(c, l, emu);
@@ -274,7 +281,7 @@ __device__ __forceinline__ void ConsumeTile(SharedStorage<Cfg>& smem, int& stage
       if (load_ahead) {
         if (kk == 2) {  // k+2 starts the next stage
           advance();
-          ptx::MbarWait(&full[stage], phase);
+          wait_full();
         }
         LoadKStep<Cfg>(Stage<Cfg>(smem, stage), l, (kk + 2) & 3, c2);
         if (kk == 1) ptx::MbarArrive(&empty[stage]);  // its last k-step is loaded

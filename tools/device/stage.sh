@@ -10,6 +10,7 @@ targets=(
   //kernels:out_proj_test
   //kernels:out_proj_capture_test
   //harness/bench:timing_variants_test
+  //kernels:stall_test
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op

@@ -1,0 +1,65 @@
+#ifndef H3_KERNELS_BOUNDED_WAIT_CUH_
+#define H3_KERNELS_BOUNDED_WAIT_CUH_
+
+// Every wait of the fused kernel, bounded (stall.h): past p.wait_limit_ns x the role's factor the
+// first thread to give up claims the call's stall word, writes the report to host-mapped memory
+// and traps, so a hang on a part nobody has run becomes an error that names the wait. The bound
+// is read from the timer only after a first failed try: a wait that succeeds at once costs what
+// it did unbounded.
+
+#include <cstdint>
+
+#include "kernels/params.h"
+#include "kernels/ptx.cuh"
+#include "kernels/ready_flags.h"
+#include "kernels/stall.h"
+
+namespace h3::kernels {
+
+struct WaitSite {
+  WaitKind kind;
+  int32_t a, b;  // per kind (stall.h)
+  int32_t m_tile, n_tile;
+  uint64_t bound;  // the role's factor (stall.h kLoaderBound ...)
+};
+
+__device__ __forceinline__ void GiveUpWaiting(const OutProjParams& p, const WaitSite& site,
+                                              uint64_t waited_ns) {
+  if (atomicCAS(p.ready_flags + kStallClaim, 0u, 1u) == 0u && p.stall != nullptr) {
+    volatile StallReport* r = p.stall;
+    r->kind = static_cast<uint32_t>(site.kind);
+    r->block = blockIdx.x;
+    r->thread = threadIdx.x;
+    r->a = site.a;
+    r->b = site.b;
+    r->m_tile = site.m_tile;
+    r->n_tile = site.n_tile;
+    r->waited_ns = waited_ns;
+    r->limit_ns = p.wait_limit_ns * site.bound;
+    __threadfence_system();  // the fields before the state that tells the host they are there
+    r->state = 1u;
+    __threadfence_system();
+  }
+  __trap();
+}
+
+// Polls ready() until it returns true; gives up past the site's bound.
+template <class Ready>
+__device__ __forceinline__ void BoundedWait(const OutProjParams& p, const WaitSite& site,
+                                            Ready&& ready) {
+  if (ready()) return;
+  const uint64_t t0 = ptx::GlobalTimerNs();
+  while (!ready()) {
+    const uint64_t waited = ptx::GlobalTimerNs() - t0;
+    if (waited > p.wait_limit_ns * site.bound) GiveUpWaiting(p, site, waited);
+  }
+}
+
+__device__ __forceinline__ void MbarWaitBounded(uint64_t* bar, uint32_t parity,
+                                                const OutProjParams& p, const WaitSite& site) {
+  BoundedWait(p, site, [&] { return ptx::MbarTryWait(bar, parity); });
+}
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_BOUNDED_WAIT_CUH_
