@@ -164,7 +164,7 @@ cudaError_t Configure(const Instance& k, int* resident_ctas, std::string* refusa
   return cudaSuccess;
 }
 
-template <class Instance>
+template <class Variant, class Instance>
 cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
                    cudaStream_t stream, const char** what) {
   using Cfg = typename Instance::Cfg;
@@ -199,7 +199,8 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
     *what = "launch geometry (the kernel was not configured in this context)";
     return cudaErrorInvalidConfiguration;
   }
-  const int64_t tiles = ((p.m + Cfg::kBM - 1) / Cfg::kBM) * ((p.n + Cfg::kBN - 1) / Cfg::kBN);
+  int64_t tiles = ((p.m + Cfg::kBM - 1) / Cfg::kBM) * ((p.n + Cfg::kBN - 1) / Cfg::kBN);
+  if (Variant::kGridCap > 0 && tiles > Variant::kGridCap) tiles = Variant::kGridCap;
   // cudaLaunchKernelEx returns this launch's own error; cudaGetLastError after <<<>>> would also
   // report (and clear) an unrelated earlier error of the caller's.
   cudaLaunchConfig_t config = {};
@@ -224,7 +225,8 @@ KernelSet MakeKernelSet() {
   set.launch = [](const OutProjParams& p, KernelBuild build, OutProjTile tile, int resident_ctas,
                   cudaStream_t stream, const char** what) {
     return WithKernel<Variant>(
-        build, tile, [&](const auto& k) { return Launch(k, p, resident_ctas, stream, what); });
+        build, tile,
+        [&](const auto& k) { return Launch<Variant>(k, p, resident_ctas, stream, what); });
   };
   set.smem_bytes = [](KernelBuild build, OutProjTile tile) {
     return WithKernel<Variant>(build, tile, [](const auto& k) {

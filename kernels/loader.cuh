@@ -14,6 +14,7 @@
 #include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
+#include "kernels/variant.cuh"
 #include "kernels/work_units.h"
 
 namespace h3::kernels {
@@ -45,7 +46,7 @@ struct RingWalk {
 // behind an A slot that frees only when the other group is back.
 enum class RingState { kDone, kIssued, kWaitReady, kWaitSlot };
 
-template <class Cfg>
+template <class Cfg, class Variant>
 struct Loader {
   static constexpr uint32_t kIdleNs = 256, kIdleShortNs = 64;
   const OutProjParams& p;
@@ -125,6 +126,7 @@ struct Loader {
     }
     const int stage = a.pos.stage;
     if (!ptx::MbarTest(&st.empty[stage], a.pos.phase ^ 1u)) return RingState::kWaitSlot;
+    Variant::Pause(PauseSite::kLoaderStage, static_cast<uint32_t>(a.ks));
     if (a.ks == 0) PrefetchResidual(mt, nt);
     // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
     const bool box = sfa.sub == 0;

@@ -27,22 +27,10 @@
 #include "kernels/ptx.cuh"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
+#include "kernels/variant.cuh"
 #include "kernels/warp_acc.cuh"
 
 namespace h3::kernels {
-
-// The product: the quantizer warps publish every unit, every consumer warpgroup issues its MMAs,
-// every warp tile gets the epilogue.
-struct Product {
-  static constexpr bool kPublish = true;
-  static constexpr bool kEveryGroupMma = true;
-  template <class Cfg, class Arch>
-  __device__ __forceinline__ static void Epilogue(const WarpAcc<Cfg>& acc, int64_t row0,
-                                                    int col0, const OutProjParams& p,
-                                                    float alpha) {
-    EpilogueTile<Cfg, Arch>(acc, row0, col0, p, alpha);
-  }
-};
 
 // Skewed, the trailing group at the start of its tile t (the CTA's t-th): waits until the leading
 // group is kSkewStages stages (or the whole tile) into tile t, i.e. for phase t / 2 of gate
@@ -118,7 +106,10 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
   SfaPos<Cfg> sfa;
   for (uint32_t t = 0; sched.Valid(); sched.Next(), ++t) {
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;  // this warp's first column
-    if (Cfg::kSkewed && group == 1) SkewGate(st.gate, t, p, sched.mt, sched.nt);
+    if (Cfg::kSkewed && group == 1) {
+      Variant::Pause(PauseSite::kTrailerTile, t);
+      SkewGate(st.gate, t, p, sched.mt, sched.nt);
+    }
     WarpAcc<Cfg> acc;
     acc.Zero();
     const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, sched.nt) < p.n;

@@ -18,6 +18,7 @@
 #include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
+#include "kernels/variant.cuh"
 #include "kernels/work_units.h"
 
 namespace h3::kernels {
@@ -48,9 +49,10 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
 }
 
 // Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish
-// (kPublish false only in the stall test's kernel: nobody publishes, every wait must give up).
-template <class Cfg, class Arch, bool kPublish>
+// (Variant: variant.cuh; the product's hooks are empty).
+template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs) {
+  if (!Variant::Quantizes()) return;
   const int lane = threadIdx.x & 31;
   const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
   const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
@@ -73,6 +75,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
       for (int d = 0; d < kBlocksInFlight; ++d) {
         const int i = i0 + 32 * d;
         if (i < total) {
+          Variant::Pause(PauseSite::kQuantizerBlock, u);
           const int64_t row = w.row0 + i / nb;
           const int b = b_begin + i % nb;
           QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
@@ -81,7 +84,10 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         }
       }
     }
-    if constexpr (kPublish) PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+    Variant::Pause(PauseSite::kQuantizerPublish, u);
+    if constexpr (Variant::kPublish) {
+      PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+    }
   }
 }
 
@@ -94,9 +100,9 @@ __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUten
                                              float act_gs) {
   if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegDec<Cfg::kProducerRegs>();
   if ((threadIdx.x >> 5) == Cfg::kLoadWarp) {
-    if ((threadIdx.x & 31) == 0) Loader<Cfg>(p, tmap_aq, tmap_asf, tmap_wq, st).Run();
+    if ((threadIdx.x & 31) == 0) Loader<Cfg, Variant>(p, tmap_aq, tmap_asf, tmap_wq, st).Run();
   } else {
-    QuantizerLoop<Cfg, Arch, Variant::kPublish>(p, act_gs);
+    QuantizerLoop<Cfg, Arch, Variant>(p, act_gs);
   }
 }
 

@@ -1,7 +1,7 @@
 #include "kernels/stall_test_kernels.h"
 
 #include "kernels/launch.cuh"
-#include "kernels/out_proj_kernel.cuh"
+#include "kernels/variant.cuh"
 
 namespace h3::kernels {
 namespace {

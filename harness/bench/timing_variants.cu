@@ -1,6 +1,7 @@
 #include "harness/bench/timing_variants.h"
 
 #include "kernels/launch.cuh"
+#include "kernels/variant.cuh"
 #include "kernels/warp_acc.cuh"
 
 namespace h3::bench {
@@ -14,8 +15,7 @@ __device__ uint32_t g_fold_sink;
 // branch ptxas cannot prove dead and the data about never takes (p = 2^-32 per warp tile and
 // thread), so nothing is stored in place of the epilogue, and `out` is never touched.
 template <bool kEveryGroupMma_>
-struct NoEpilogue {
-  static constexpr bool kPublish = true;
+struct NoEpilogue : kernels::Product {
   static constexpr bool kEveryGroupMma = kEveryGroupMma_;
   template <class Cfg, class Arch>
   __device__ __forceinline__ static void Epilogue(const kernels::WarpAcc<Cfg>& acc, int64_t,

@@ -16,6 +16,7 @@
 #include "kernels/producers.cuh"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
+#include "kernels/variant.cuh"
 #include "kernels/sm90/arch.cuh"
 #include "kernels/sm90/config.cuh"
 #include "kernels/sm90/staged_mainloop.cuh"

@@ -32,6 +32,7 @@ check out_proj          "$B/out_proj_test"
 check out_proj_capture  "$B/out_proj_capture_test"
 check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
+check stress            "$B/stress_test"
 # tools_test runs the tools as <root>/harness/<tool> and reads <root>/testdata.
 root=$(mktemp -d); mkdir -p "$root/harness"
 cp "$B/op" "$B/quantize_weight" "$root/harness/"; ln -s "$PWD/testdata" "$root/testdata"

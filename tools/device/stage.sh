@@ -11,6 +11,7 @@ targets=(
   //kernels:out_proj_capture_test
   //harness/bench:timing_variants_test
   //kernels:stall_test
+  //kernels:stress_test
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op
