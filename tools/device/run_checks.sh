@@ -33,9 +33,11 @@ check out_proj_capture  "$B/out_proj_capture_test"
 check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
 check stress            "$B/stress_test"
-# tools_test runs the tools as <root>/harness/<tool> and reads <root>/testdata.
-root=$(mktemp -d); mkdir -p "$root/harness"
-cp "$B/op" "$B/quantize_weight" "$root/harness/"; ln -s "$PWD/testdata" "$root/testdata"
+# tools_test runs the tools as <root>/harness/<tool> (the sweep as harness/sweep/sweep) and reads
+# <root>/testdata.
+root=$(mktemp -d); mkdir -p "$root/harness/sweep"
+cp "$B/op" "$B/quantize_weight" "$root/harness/"; cp "$B/sweep" "$root/harness/sweep/"
+ln -s "$PWD/testdata" "$root/testdata"
 check tools             env H3_REPO_ROOT="$root" "$B/tools_test"
 check sweep_faithful    "$B/sweep" --sm90_emulation=faithful --report="$OUT/sweep_faithful.json"
 if [[ $major == 9 ]]; then
