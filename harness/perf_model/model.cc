@@ -215,9 +215,29 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   const double l2_rate_sm = std::min(port, hw.l2_bytes_per_s.value / active_sms);
   s.l2_bytes = stage_bytes + (stages_per_sm > 0 ? other_l2 / active_sms / stages_per_sm : 0);
   s.l2 = s.l2_bytes / l2_rate_sm;
-  // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip.
-  s.latency = (hw.tma_latency_s.value + stage_bytes / port) / (d.stages - 1);
-  s.period = std::max({s.mma, s.smem, s.l2, s.latency});
+  // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip, whose
+  // latency grows with the L2's utilisation rho (queueing: base / (1 - rho), rho capped). rho
+  // falls as the period grows, so a latency-bound period settles where the two are equal.
+  const double l2_demand_stage = active_sms * s.l2_bytes;  // all SMs' L2 bytes of one stage
+  auto ring_latency = [&](double period, double* rho, double* tma) {
+    *rho = std::min(internal::kMaxL2Utilisation,
+                    l2_demand_stage / period / hw.l2_bytes_per_s.value);
+    *tma = hw.tma_latency_s.value * (1 + hw.l2_queueing.value * *rho / (1 - *rho));
+    return (*tma + stage_bytes / port) / (d.stages - 1);
+  };
+  const double resource_period = std::max({s.mma, s.smem, s.l2});
+  s.latency = ring_latency(resource_period, &s.l2_utilisation, &s.tma_latency);
+  if (s.latency > resource_period) {
+    double lo = resource_period, hi = s.latency;  // ring_latency(hi) <= hi: it decreases
+    for (int i = 0; i < 60; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      double rho, tma;
+      (ring_latency(mid, &rho, &tma) > mid ? lo : hi) = mid;
+    }
+    ring_latency(hi, &s.l2_utilisation, &s.tma_latency);
+    s.latency = hi;
+  }
+  s.period = std::max(resource_period, s.latency);
   s.limiter = s.period == s.mma    ? (s.mma == s.issue ? "issue" : "MMA")
               : s.period == s.smem ? "smem"
               : s.period == s.l2   ? "L2"
