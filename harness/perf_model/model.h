@@ -249,6 +249,7 @@ struct StageTimes {
   // Inputs, for the tables and tests.
   double omma_per_stage = 0;
   double issue_slots_per_smsp = 0;
+  double lds_per_warp = 0;  // scale LDS instructions of one consumer warp
   double smem_wavefronts = 0;
   double ldmatrix_bytes = 0;
   double l2_bytes = 0;
