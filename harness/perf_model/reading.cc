@@ -22,6 +22,24 @@ Problem AtM(int64_t m) {
   return p;
 }
 
+// The design's own tile as a GEMM alone (no quantizer, bf16 D stored, groups in step).
+Design OwnGemm(const Design& d) {
+  Design g = d;
+  g.gemm_only = true;
+  g.quant_order = QuantOrder::kNone;
+  g.epilogue = Epilogue::kStoreOnly;
+  g.a_stages = 0;
+  g.epilogue_instr_per_pair = GemmOnlyReference().epilogue_instr_per_pair;
+  return g;
+}
+
+// The best GEMM the model has at this problem shape: the library's tile or the design's own
+// (a library would not run 128x256 tiles where 128x128 ones fill more SMs).
+double SameShapeGemm(const Hardware& hw, const Design& d, const Problem& p, double reference) {
+  const Prediction own = Predict(hw, OwnGemm(d), p);
+  return own.feasibility.ok ? std::max(reference, own.tflops) : reference;
+}
+
 // The reading from a prediction and the same-shape GEMM's raw figure.
 Reading Combine(const Hardware& hw, const Design& d, const Problem& p, const Prediction& pr,
                 double gemm_tflops, double calibration) {
@@ -59,7 +77,8 @@ double Percentile(std::vector<double> v, double q) {
 }  // namespace
 
 Reading Read(const Hardware& hw, const Design& d, const Problem& p, const Calibration& cal) {
-  const double gemm = d.gemm_only ? 0 : Predict(hw, GemmOnlyReference(), p).tflops;
+  const double gemm =
+      d.gemm_only ? 0 : SameShapeGemm(hw, d, p, Predict(hw, GemmOnlyReference(), p).tflops);
   return Combine(hw, d, p, Predict(hw, d, p), gemm, cal.factor);
 }
 
@@ -109,7 +128,8 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
     const Problem p = AtM(ms[j]);
     const double gemm = Predict(hw, GemmOnlyReference(), p).tflops;
     for (size_t i = 0; i < designs.size(); ++i) {
-      const Reading r = Combine(hw, designs[i], p, Predict(hw, designs[i], p), gemm, cal.factor);
+      const Reading r = Combine(hw, designs[i], p, Predict(hw, designs[i], p),
+                                SameShapeGemm(hw, designs[i], p, gemm), cal.factor);
       out[i][j].def = r.tflops;
       out[i][j].clamped = r.clamped;
     }
@@ -130,7 +150,8 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
       const Problem p = AtM(ms[j]);
       const double gemm = Predict(h, GemmOnlyReference(), p).tflops;
       for (size_t i = 0; i < designs.size(); ++i) {
-        const Reading r = Combine(h, designs[i], p, Predict(h, designs[i], p), gemm, c.factor);
+        const Reading r = Combine(h, designs[i], p, Predict(h, designs[i], p),
+                                  SameShapeGemm(h, designs[i], p, gemm), c.factor);
         draws[i][j].push_back(r.tflops);
         clamped[i][j] += r.clamped ? 1 : 0;
       }

@@ -17,7 +17,9 @@ namespace h3::perf_model {
 struct Reading {
   Prediction prediction;    // the design itself
   double model_tflops = 0;  // Predict()'s raw figure
-  double gemm_tflops = 0;   // raw figure of GemmOnlyReference() at the same shape
+  // Raw figure of the best GEMM alone at the same problem shape: GemmOnlyReference()'s tile or
+  // the design's own (no quantizer, bf16 D stored).
+  double gemm_tflops = 0;
   // The fused op does the same-shape GEMM and more: its raw figure is capped at the GEMM's.
   bool clamped = false;
   double calibration = 1;  // CalibrateToGemmAnchor(hw).factor
