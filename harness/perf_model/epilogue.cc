@@ -60,9 +60,10 @@ EpilogueTimes PredictEpilogue(const Hardware& hw, const Design& d, const StageTi
   };
   double epi = 0, epi_exposed = 0;
   const double words_per_thread = pairs / (32.0 * wpg);
-  // What-if (model.h Design::epilogue_time_scale): every epilogue duration below x scale, before
-  // the overlap hides part of it.
-  const double scale = d.epilogue_time_scale;
+  // Every epilogue duration below x scale, before the overlap hides part of it: the what-if
+  // (Design::epilogue_time_scale) x the measured ratio (Hardware::epilogue_ratio) for the fused
+  // epilogues (the GEMM-only reference's store is inside the cuBLASLt calibration).
+  const double scale = d.epilogue_time_scale * (d.gemm_only ? 1.0 : hw.epilogue_ratio.value);
   switch (d.epilogue) {
     case Epilogue::kSerialDram: {
       // One (i, h) fragment row per round trip: the residual load cannot move above the
@@ -111,7 +112,7 @@ EpilogueTimes PredictEpilogue(const Hardware& hw, const Design& d, const StageTi
       // trailer keeps the pipes busy) but it lowers the lead the steady state settles at.
       // The lead persists: each group runs alone exactly while the other is in its epilogue.
       const double a_stage_bytes = d.bm * d.bk / 2.0 + SfaStageBytesLoaded(d);
-      const double fill = hw.tma_latency_s.value + a_stage_bytes / port;
+      const double fill = s.tma_latency + a_stage_bytes / port;  // loaded, as in the stage
       r.skew_lead_stages = std::max(0.0, AStages(d) - 1 - std::max(0.0, fill / s.period - 1));
       // Alone, a group has the tensor pipes to itself: half the stage's OMMAs, one MMA warp per
       // sub-partition at hw.single_warp_mma of the full rate (the stage-boundary stall applies).

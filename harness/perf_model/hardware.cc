@@ -26,7 +26,10 @@ double Hardware::OmmaSeconds() const {
   return kOmmaFlop / (mma_flop_per_clk_per_sm.value / internal::kSubPartitions) / ClockHz();
 }
 
-Hardware Rtx5090() {
+namespace {
+
+// Every RTX 5090 constant but the two that are derived from the H200's measurements.
+Hardware Rtx5090Constants() {
   Hardware h;
   h.name = "RTX 5090 (600 W)";
   h.sms = {170, "NVIDIA RTX 5090 datasheet; mmapeak's device query (main-horse.github.io)"};
@@ -40,35 +43,93 @@ Hardware Rtx5090() {
   h.l2_bytes_per_s = {8.7e12 * 96.0 / 128.0,
                       "ASSUMED: 8.7 TB/s measured on the RTX PRO 6000 (Chips and Cheese: 64 L2 "
                       "slices, 128 MB) x 96/128 for the 5090's 96 MB of enabled L2; no 5090 "
-                      "measurement exists",
-                      true};
-  h.l2_latency_s = {130e-9, std::string(kChipsAndCheese) + ", taken as the 5090's", true};
-  h.l2_port_bytes_per_clk = {64, "ASSUMED: per-SM L2->SM return as on Ampere/Hopper", true};
+                      "measurement exists. Range 5.0 (issue 18's pessimistic point) .. 8.7 (not "
+                      "scaled: bandwidth set by the SM-side crossbar, not the slices)",
+                      true, 5.0e12, 8.7e12};
+  h.l2_latency_s = {130e-9,
+                    std::string(kChipsAndCheese) +
+                        ", taken as the 5090's; range 110 .. 170 ns (other clocks, other slices)",
+                    true, 110e-9, 170e-9};
+  h.l2_port_bytes_per_clk = {64,
+                             "ASSUMED: per-SM L2->SM return as on Ampere/Hopper; range 32 .. 128",
+                             true, 32, 128};
   h.dram_bytes_per_s = {1509e9, std::string(kGnKernels) + ": memcpy-measured (spec 1792 GB/s)"};
-  h.dram_latency_s = {600e-9, "ASSUMED: loaded GDDR7 round trip; unmeasured", true};
+  h.dram_latency_s = {600e-9, "ASSUMED: loaded GDDR7 round trip; unmeasured; range 450 .. 900 ns",
+                      true, 450e-9, 900e-9};
   h.smem_bytes_per_clk = {128, std::string(kChipsAndCheese) + ": 128 B/clk L1/shared per SM"};
   h.smem_per_block = {101376, "CUTLASS sm120_smem_capacity_bytes (99 KiB)"};
   h.regs_per_sm = {65536, "64K 32-bit registers per SM (CUDA guide, compute capability 12.x)"};
   h.l2_size_bytes = {96.0 * 1024 * 1024, "96 MB L2 (RTX 5090 datasheet)"};
-  h.tma_latency_s = {1.0e-6,
-                     "ASSUMED (NOTES.md's ~1 us): TMA issue -> complete_tx of a stage from L2, "
-                     "incl. the 130 ns L2 latency; unmeasured",
-                     true};
-  h.ldsm_latency_clk = {33, "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper", true};
-  h.single_warp_mma = {1.0,
-                       "ASSUMED: one warp per sub-partition keeps the tensor pipe busy (a 64x64 "
-                       "warp tile has 32 independent m16n8k64 per k-step, 512 clk between "
-                       "dependent ones; CUTLASS's SM120 NVF4 ping-pong schedule relies on the "
-                       "same); unmeasured",
-                       true};
+  h.tma_latency_s = {0.5e-6,
+                     "ASSUMED: TMA issue -> complete_tx of a stage from an unloaded L2 (130 ns "
+                     "L2 hit + TMA issue and mbarrier; the transfer at the port rate is added "
+                     "apart); unmeasured. Range 0.3 .. 1.0 us (1.0: NOTES.md's old ~1 us taken "
+                     "as the unloaded figure); loaded: / (1 - L2 utilisation)",
+                     true, 0.3e-6, 1.0e-6};
+  h.l2_queueing = {1.0,
+                   "ASSUMED: the TMA latency's growth with L2 utilisation rho, x (1 + q rho / "
+                   "(1 - rho)): q = 1 (M/M/1, base / (1 - rho)) by default; no loaded-latency "
+                   "curve of an SM12x L2 is published. Range 0.5 (M/D/1: fixed-size transfers) .. "
+                   "1.0",
+                   true, 0.5, 1.0};
+  h.ldsm_latency_clk = {33,
+                        "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper; range 25 .. 45",
+                        true, 25, 45};
+  h.single_warp_mma = {0.70,
+                       "ASSUMED for SM120: the H200's fused_one_group measured 0.70 / 0.67-0.71 "
+                       "(emulated MMA, NOTES.md session 11); the SASS (issue 18) puts a ~80-"
+                       "instruction address chain and 20 LDS before each stage's first OMMA, on "
+                       "the critical path when one warp issues alone (0.75-0.85 if half of it is "
+                       "exposed against 1024 clk of OMMAs). Range 0.5 .. 1.0",
+                       true, 0.5, 1.0};
   h.quant_instr_per_block = {230, kSassQuant120};
   h.quant_warp_ipc = {0.5,
                       "ASSUMED: one quantizer warp per sub-partition beside two consumer warps, "
-                      "dependent ALU chains",
-                      true};
+                      "dependent ALU chains; range 0.3 .. 0.8",
+                      true, 0.3, 0.8};
   h.gemm_anchor_tflops = {
       1306.48,
       std::string(kGnKernels) + " 'Realistic SOL': cuBLASLt NVFP4 best square 4096..15360, 600 W"};
+  h.epilogue_ratio = {1.0, "the model's epilogue as is"};
+  h.hand_kernel_efficiency = {1.0, "none"};
+  return h;
+}
+
+Hardware H200Constants();
+
+}  // namespace
+
+H200EpilogueRatio MeasuredH200EpilogueRatio() {
+  // Per tile wave, K = 7168, faithful build, 16-byte epilogue: 9.0 / 5.5 us at M = 4096 / 16384
+  // (harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv); 7.3 = their mean.
+  constexpr double kLowUs = 5.5, kTypicalUs = 7.3, kHighUs = 9.0;
+  Problem p;
+  p.m = 4096;
+  H200EpilogueRatio r;
+  r.model_us = Predict(H200Constants(), CurrentLockstepDesign(), p).epilogue_tile * 1e6;
+  r.low = kLowUs / r.model_us;
+  r.typical = kTypicalUs / r.model_us;
+  r.high = kHighUs / r.model_us;
+  return r;
+}
+
+Hardware Rtx5090() {
+  Hardware h = Rtx5090Constants();
+  const H200EpilogueRatio epi = MeasuredH200EpilogueRatio();
+  h.epilogue_ratio = {
+      epi.typical,
+      absl::StrFormat("ASSUMED to carry over from the H200: its exposed epilogue of the lockstep "
+                      "128x256 tile (fused - fused_no_epilogue, 16-byte accesses) measured 5.5 .. "
+                      "9.0 us per tile wave, typically 7.3, against the model's %.2f us there "
+                      "(harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv)",
+                      epi.model_us),
+      true, epi.low, epi.high};
+  h.hand_kernel_efficiency = {
+      0.95,
+      "ASSUMED: our kernel against the tuned library the calibration anchors (cuBLASLt): its "
+      "main loop issues 261 instructions per 64 OMMA against CUTLASS's 178 (SASS, issue 18), "
+      "costs the model's issue term does not see; unmeasured. Range 0.85 .. 1.0",
+      true, 0.85, 1.0};
   return h;
 }
 
@@ -79,14 +140,15 @@ Hardware RtxPro6000() {
   h.boost_clock_ghz = {2.617, "NVIDIA RTX PRO 6000 Blackwell datasheet boost clock"};
   h.mma_tflops = {188 * 4096 * 2.617e9 * (1474.2 / 1676.0) * 1e-12,
                   "ASSUMED: 188 SM x 4096 FLOP/clk x 2.617 GHz = 2015 TFLOP/s x the 5090's "
-                  "mmapeak/spec ratio 0.880; no mmapeak on this card",
-                  true};
+                  "mmapeak/spec ratio 0.880; no mmapeak on this card; range 0.845 .. 0.915 of "
+                  "spec (the 5090's ratio +- 4%: another board, power and clock policy)",
+                  true, 2015.0 * 0.845, 2015.0 * 0.915};
   h.l2_bytes_per_s = {8.7e12, std::string(kChipsAndCheese) + ": ~8.7 TB/s measured"};
   h.l2_latency_s = {130e-9, std::string(kChipsAndCheese) + ": ~130 ns measured"};
   h.dram_bytes_per_s = {1792e9,
-                        "ASSUMED: datasheet 1792 GB/s, not measured (the 5090's memcpy reaches "
-                        "0.84 of the same spec)",
-                        true};
+                        "ASSUMED: datasheet 1792 GB/s, not measured; range 1505 (the 5090's "
+                        "memcpy reaches 0.84 of the same spec) .. 1792",
+                        true, 1505e9, 1792e9};
   h.l2_size_bytes = {128.0 * 1024 * 1024, "128 MB L2 (full GB202, NVIDIA datasheet)"};
   h.gemm_anchor_tflops = {
       1425.95,
@@ -94,20 +156,26 @@ Hardware RtxPro6000() {
   return h;
 }
 
-Hardware H200() {
-  Hardware h = Rtx5090();
+namespace {
+
+// The H200's constants, its epilogue as the model has it (ratio 1: measured there).
+Hardware H200Constants() {
+  Hardware h = Rtx5090Constants();
   h.name = "H200 (validation)";
   h.sms = {132, "cudaDeviceProp of the lent H200 (README sweep log: 132 SMs)"};
   h.boost_clock_ghz = {1.98, "nvidia-smi clocks.max.sm on the lent H200: 1980 MHz"};
   // The block-scaled MMA is emulated on sm_90a: only the clock matters here.
   h.mma_flop_per_clk_per_sm = {4096, "nominal (SM120's rate) so that ClockHz() = 1.98 GHz"};
   h.mma_tflops = {132 * 4096 * 1.98e9 * 1e-12, "nominal: 132 x 4096 x 1.98 GHz (not an H200 rate)"};
-  h.l2_bytes_per_s = {7.0e12, "ASSUMED: H200 L2 bandwidth not measured here", true};
-  h.l2_latency_s = {200e-9, "ASSUMED: H200 L2 hit latency", true};
+  h.l2_bytes_per_s = {7.0e12, "ASSUMED: H200 L2 bandwidth not measured here; range 5 .. 10 TB/s",
+                      true, 5.0e12, 10.0e12};
+  h.l2_latency_s = {200e-9, "ASSUMED: H200 L2 hit latency; range 150 .. 300 ns", true, 150e-9,
+                    300e-9};
   h.dram_bytes_per_s = {4.19e12,
                         "harness/bench/results/h200_sm90_fast.csv: device copy 4193.86 GB/s "
                         "(read+write) at M=75856; spec 4.8 TB/s"};
-  h.dram_latency_s = {700e-9, "ASSUMED: loaded HBM3e round trip", true};
+  h.dram_latency_s = {700e-9, "ASSUMED: loaded HBM3e round trip; range 500 .. 1000 ns", true,
+                      500e-9, 1000e-9};
   h.smem_per_block = {232448, "227 KiB per block on sm_90"};
   h.l2_size_bytes = {50.0 * 1024 * 1024, "50 MB L2 (GH100)"};
   h.quant_instr_per_block = {206,
@@ -115,8 +183,15 @@ Hardware H200() {
                              "(software e2m1 as a minimum of lines, os table), nvcc 13.0 + "
                              "cuobjdump on the H200, 2026-11-30 session 10 (was 600)"};
   h.gemm_anchor_tflops = {0, "no SM120 anchor on Hopper"};
+  // The H200 is where the ratio and the hand kernel's efficiency are measured: the model's own.
+  h.epilogue_ratio = {1.0, "the model's epilogue as is: the H200 is where the ratio is measured"};
+  h.hand_kernel_efficiency = {1.0, "none: no SM120 calibration on Hopper"};
   return h;
 }
+
+}  // namespace
+
+Hardware H200() { return H200Constants(); }
 
 const Hardware* Sm120HardwareForSmCount(int sm_count) {
   static const Hardware* const k5090 = new Hardware(Rtx5090());

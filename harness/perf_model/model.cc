@@ -161,7 +161,15 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
                      : 0;
   const double omma_w = d.MFrags() * d.NFrags() * d.KSteps();
   const double ldsm_w = (d.MFrags() + d.NFrags() / 2.0) * d.KSteps();
-  const double lds_w = d.MFrags() + d.NFrags() * (d.sfb_once_per_stage ? 1.0 : d.KSteps());
+  // Scale LDS per warp and stage. The source (kernels/mainloop.cuh) loads one 32-bit scale word
+  // per fragment per k-step; the activation words of a row are adjacent in its 16-byte slot
+  // (SfaOffset: +4 B per k-step), so nvcc merges a stage's into one LDS.64/128 per m fragment,
+  // while the weight words sit 512 B apart (SfbOffset): one LDS per n fragment per k-step. The
+  // SASS agrees (issue 18: 20 LDS per stage at 128x256, 12 at 128x128).
+  const double sfa_lds_w = d.MFrags() * std::ceil(d.KSteps() / 4.0);
+  const double sfb_lds_w = d.NFrags() * (d.sfb_once_per_stage ? 1.0 : d.KSteps());
+  const double lds_w = sfa_lds_w + sfb_lds_w;
+  s.lds_per_warp = lds_w;
   const double other_w = kOtherPerKStep * d.KSteps() + kOtherPerStage;
   const double issue_w = omma_w * (1 + kNopPerOmma) + ldsm_w + lds_w + other_w;
   // Quantizer issue, averaged over the run (it runs ahead; its sub-partitions are 3 of 4).
@@ -179,7 +187,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   // broadcast = 2), the TMA's writes, and the L1 share of the quantizer's / epilogue's traffic.
   s.ldmatrix_bytes = wpg * ldsm_w * 512.0;
   double wavefronts =
-      wpg * ldsm_w * 4 + wpg * (d.MFrags() * 2.0 + (lds_w - d.MFrags())) + stage_bytes / kWavefront;
+      wpg * ldsm_w * 4 + wpg * (sfa_lds_w * 2.0 + sfb_lds_w) + stage_bytes / kWavefront;
   double other_l2 = 0;  // SM-side L2 bytes of the whole call besides the operand feed
   double epi_bytes_tile = 0;
   if (!d.gemm_only) {
@@ -215,9 +223,29 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   const double l2_rate_sm = std::min(port, hw.l2_bytes_per_s.value / active_sms);
   s.l2_bytes = stage_bytes + (stages_per_sm > 0 ? other_l2 / active_sms / stages_per_sm : 0);
   s.l2 = s.l2_bytes / l2_rate_sm;
-  // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip.
-  s.latency = (hw.tma_latency_s.value + stage_bytes / port) / (d.stages - 1);
-  s.period = std::max({s.mma, s.smem, s.l2, s.latency});
+  // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip, whose
+  // latency grows with the L2's utilisation rho (queueing: base / (1 - rho), rho capped). rho
+  // falls as the period grows, so a latency-bound period settles where the two are equal.
+  const double l2_demand_stage = active_sms * s.l2_bytes;  // all SMs' L2 bytes of one stage
+  auto ring_latency = [&](double period, double* rho, double* tma) {
+    *rho = std::min(internal::kMaxL2Utilisation,
+                    l2_demand_stage / period / hw.l2_bytes_per_s.value);
+    *tma = hw.tma_latency_s.value * (1 + hw.l2_queueing.value * *rho / (1 - *rho));
+    return (*tma + stage_bytes / port) / (d.stages - 1);
+  };
+  const double resource_period = std::max({s.mma, s.smem, s.l2});
+  s.latency = ring_latency(resource_period, &s.l2_utilisation, &s.tma_latency);
+  if (s.latency > resource_period) {
+    double lo = resource_period, hi = s.latency;  // ring_latency(hi) <= hi: it decreases
+    for (int i = 0; i < 60; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      double rho, tma;
+      (ring_latency(mid, &rho, &tma) > mid ? lo : hi) = mid;
+    }
+    ring_latency(hi, &s.l2_utilisation, &s.tma_latency);
+    s.latency = hi;
+  }
+  s.period = std::max(resource_period, s.latency);
   s.limiter = s.period == s.mma    ? (s.mma == s.issue ? "issue" : "MMA")
               : s.period == s.smem ? "smem"
               : s.period == s.l2   ? "L2"

@@ -15,11 +15,15 @@
 
 namespace h3::perf_model {
 
-// A number with where it comes from. `assumed`: not measured or published for this device.
+// A number with where it comes from. `assumed`: not measured or published for this device; an
+// assumed input also states the range [low, high] it may lie in (the uncertainty reading samples
+// it, reading.h); low = high = 0 for the measured or published ones.
 struct Cited {
   double value = 0;
   std::string source;
   bool assumed = false;
+  double low = 0, high = 0;
+  bool HasRange() const { return low < high; }
 };
 
 struct Hardware {
@@ -37,12 +41,23 @@ struct Hardware {
   Cited smem_per_block;      // dynamic shared memory one CTA may use
   Cited regs_per_sm;         // 32-bit registers
   Cited l2_size_bytes;
-  Cited tma_latency_s;          // issue -> complete_tx of one stage's TMA loads, unloaded
+  Cited tma_latency_s;          // issue -> complete_tx of one stage's TMA loads, unloaded L2
+                                // (grows with the L2's utilisation: StageTimes::tma_latency)
+  // The queueing form of that growth: latency = base x (1 + q rho / (1 - rho)); q = 1 is
+  // base / (1 - rho) (M/M/1), q = 1/2 deterministic transfers (M/D/1).
+  Cited l2_queueing;
   Cited ldsm_latency_clk;       // ldmatrix / LDS load-to-use
   Cited single_warp_mma;        // tensor rate one MMA warp per sub-partition sustains / full
   Cited quant_instr_per_block;  // SASS instructions per 16-element quantization block
   Cited quant_warp_ipc;         // issue rate one quantizer warp sustains beside the consumers
   Cited gemm_anchor_tflops;     // measured cuBLASLt NVFP4 GEMM alone (calibration anchor)
+  // A fused epilogue's real duration / the model's (the H200 measured it for the lockstep tile;
+  // 1 on the H200 itself, where it is the quantity being measured). Not applied to the
+  // GEMM-only reference: its store-only epilogue is inside the cuBLASLt calibration.
+  Cited epilogue_ratio;
+  // Our hand-written kernel's efficiency relative to what the model x the cuBLASLt calibration
+  // gives a tuned library GEMM (<= 1): scales the fused designs' calibrated figures only.
+  Cited hand_kernel_efficiency;
 
   // The clock every per-clock resource (tensor pipe, issue, shared memory, L2 port) runs at:
   // mma_tflops / (sms * mma_flop_per_clk_per_sm). For the RTX 5090 this is the clock mmapeak's
@@ -54,6 +69,15 @@ struct Hardware {
   // Seconds of one block-scaled m16n8k64 on one sub-partition's tensor pipe.
   double OmmaSeconds() const;
 };
+
+// The H200's measured exposed epilogue of the lockstep 128x256 tile (per tile wave, 16-byte
+// epilogue) over the model's epilogue of that tile on the H200: Hardware::epilogue_ratio's
+// default (typical) and range.
+struct H200EpilogueRatio {
+  double model_us = 0;
+  double low = 0, typical = 0, high = 0;
+};
+H200EpilogueRatio MeasuredH200EpilogueRatio();
 
 Hardware Rtx5090();     // 600 W (the power limit of gn-kernels' 1306 TFLOP/s cuBLASLt figure)
 Hardware RtxPro6000();  // 600 W
@@ -217,12 +241,15 @@ struct StageTimes {
   double mma = 0;         // max(tensor + frag_stall, issue)
   double smem = 0;        // ldmatrix + LDS + TMA-write wavefronts at 128 B/clk
   double l2 = 0;          // this stage's L2 bytes (+ its share of other traffic) / per-SM share
-  double latency = 0;     // (TMA latency + stage bytes / port) / (stages - 1)
+  double latency = 0;     // (loaded TMA latency + stage bytes / port) / (stages - 1)
+  double l2_utilisation = 0;  // rho: the SMs' L2 demand at this period / the L2 bandwidth
+  double tma_latency = 0;     // hw.tma_latency_s / (1 - min(rho, cap)): the loaded latency
   double period = 0;      // max(mma, smem, l2, latency)
   std::string limiter;
   // Inputs, for the tables and tests.
   double omma_per_stage = 0;
   double issue_slots_per_smsp = 0;
+  double lds_per_warp = 0;  // scale LDS instructions of one consumer warp
   double smem_wavefronts = 0;
   double ldmatrix_bytes = 0;
   double l2_bytes = 0;

@@ -12,6 +12,9 @@ namespace h3::perf_model::internal {
 
 constexpr double kSubPartitions = 4;  // SMSPs per SM, each with its own tensor pipe
 constexpr double kMbarrierClk = 20;   // try_wait + arrive + stage bookkeeping
+// The L2 utilisation the TMA latency's queueing term saturates at (latency <= 5x unloaded): near
+// rho = 1 the L2 term of the period binds first, and a pure 1 / (1 - rho) would diverge there.
+constexpr double kMaxL2Utilisation = 0.8;
 
 inline int64_t CeilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

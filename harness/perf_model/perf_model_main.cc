@@ -32,6 +32,8 @@ ABSL_FLAG(bool, calibrate_h200, false,
 ABSL_FLAG(double, l2_tbps, 0, "override the L2 bandwidth (TB/s) of every hardware (sensitivity)");
 ABSL_FLAG(double, tma_latency_ns, 0, "override the TMA stage latency (ns)");
 ABSL_FLAG(double, dram_latency_ns, 0, "override the DRAM latency (ns)");
+ABSL_FLAG(int, samples, 2000, "Monte Carlo draws of the assumed inputs (the honest reading)");
+ABSL_FLAG(uint64_t, seed, 18, "seed of the Monte Carlo draws");
 
 namespace h3::perf_model {
 namespace {
@@ -110,5 +112,13 @@ int main(int argc, char** argv) {
   options.verbose = absl::GetFlag(FLAGS_verbose);
   options.ladder = absl::GetFlag(FLAGS_ladder);
   PrintSm120Report(hws, designs, ms, options);
+  UncertaintyOptions uncertainty;
+  uncertainty.samples = absl::GetFlag(FLAGS_samples);
+  uncertainty.seed = absl::GetFlag(FLAGS_seed);
+  if (uncertainty.samples < 1) {
+    std::fprintf(stderr, "--samples must be >= 1, got %d\n", uncertainty.samples);
+    return 2;
+  }
+  PrintReading(hws, designs, ms, uncertainty);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/reading.h"
 
 namespace h3::perf_model {
 namespace {
@@ -42,11 +43,14 @@ void PrintHardware(const Hardware& h) {
   PrintConstant("registers per SM", h.regs_per_sm, 1, "");
   PrintConstant("L2 size", h.l2_size_bytes, 1.0 / (1024 * 1024), "MiB");
   PrintConstant("TMA stage latency", h.tma_latency_s, 1e9, "ns");
+  PrintConstant("L2 queueing (TMA latency)", h.l2_queueing, 1, "");
   PrintConstant("ldmatrix latency", h.ldsm_latency_clk, 1, "clk");
   PrintConstant("one-warp MMA rate", h.single_warp_mma, 1, "of full");
   PrintConstant("quantizer instr / block", h.quant_instr_per_block, 1, "");
   PrintConstant("quantizer warp IPC", h.quant_warp_ipc, 1, "");
   PrintConstant("GEMM anchor", h.gemm_anchor_tflops, 1, "TFLOP/s");
+  PrintConstant("epilogue ratio", h.epilogue_ratio, 1, "x model");
+  PrintConstant("hand-kernel efficiency", h.hand_kernel_efficiency, 1, "");
 }
 
 namespace {
@@ -60,8 +64,10 @@ const char kRule[] =
     "bound; MAIN = stages x period), EPI = exposed epilogue, START = first quantized rows + first "
     "TMA stage (+ quantizer keep-up), WAVES = idle share of the last partial wave (inside MAIN), "
     "DRAM = bytes / bandwidth.\n"
-    "TF/s raw = model; cal = raw x (measured cuBLASLt anchor / model of a cuBLASLt-like GEMM): the "
-    "factor absorbs the power-limited clock and whatever the model leaves out.\n";
+    "TF/s raw = model; cal = min(raw, the same-shape GEMM's raw) x (measured cuBLASLt anchor / "
+    "model of a cuBLASLt-like GEMM) x hand-kernel efficiency: the factor absorbs the "
+    "power-limited clock and whatever the model leaves out of a tuned library GEMM, the "
+    "efficiency what our hand kernel may lose against one (GEMM-only designs: raw x factor).\n";
 
 // The width of a column of design names: the longest name, or the header.
 int NameWidth(const std::vector<Design>& designs, const char* header) {
@@ -76,7 +82,8 @@ void PrintComponentHeader(int name_width) {
               "cal", "limiter");
 }
 
-void PrintComponentRow(const Design& d, const Prediction& p, double factor, int name_width) {
+void PrintComponentRow(const Design& d, const Reading& r, int name_width) {
+  const Prediction& p = r.prediction;
   if (!p.feasibility.ok) {
     std::printf("  %-*s INFEASIBLE: %s\n", name_width, d.name.c_str(),
                 absl::StrJoin(p.feasibility.reasons, "; ").c_str());
@@ -86,7 +93,8 @@ void PrintComponentRow(const Design& d, const Prediction& p, double factor, int 
       "  %-*s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f %6.0f %6.0f  %s\n",
       name_width, d.name.c_str(), p.t_mma * kUs, p.t_l2 * kUs, p.t_smem * kUs, p.t_latency * kUs,
       p.t_main * kUs, p.t_epilogue * kUs, p.t_startup * kUs, p.t_waves * kUs, p.t_dram * kUs,
-      p.t_total * kUs, p.tflops, p.tflops * factor, p.limiter.c_str());
+      p.t_total * kUs, p.tflops, r.tflops,
+      (p.limiter + (r.clamped ? " (clamped to the GEMM)" : "")).c_str());
 }
 
 void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
@@ -128,55 +136,44 @@ void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
 
 // What caps the built design: its terms on the critical SM against the time 1250 TFLOP/s
 // (the goal) allows, beside the GEMM alone under the same static schedule.
-// The exposed epilogue measured on the H200 (bench: fused - fused_no_epilogue, faithful build =
-// the SM120 kernel's own code and 128x256 tile, with the 16-byte epilogue, per tile wave;
-// harness/bench/results/h200_2026-11-30_s10_vec16_epilogue_ab.csv) over the model's epilogue of
-// that tile on the H200: how optimistic the epilogue term was where it could be measured.
-double H200EpilogueRatio() {
-  constexpr double kMeasuredUs = 7.3;  // 9.0 / 5.5 us at M = 4096 / 16384
-  Problem p;
-  p.m = 4096;
-  return kMeasuredUs / (Predict(H200(), CurrentLockstepDesign(), p).epilogue_tile * kUs);
-}
-
 void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64_t>& ms) {
   const Design cur = CurrentDesign(), gemm = GemmOnlyReference();
-  const double epi_ratio = H200EpilogueRatio();
+  const double eff = h.hand_kernel_efficiency.value;
+  Hardware h1 = h;  // the model's own epilogue (before the H200's ratio)
+  h1.epilogue_ratio.value = 1;
   std::printf(
       "  %s: what caps `current` (calibrated TFLOP/s; the critical SM's time in us)\n"
-      "  %8s %9s %11s %9s %9s %9s %9s %9s %12s %14s\n",
+      "  %8s %9s %11s %9s %9s %9s %9s %9s %12s %10s\n",
       h.name.c_str(), "M", "MMA cap", "GEMM alone", "current", "main", "epi", "startup", "total",
-      "1250 needs", absl::StrFormat("epi x%.1f", epi_ratio).c_str());
-  Design scaled = cur;  // every epilogue epi_ratio times longer, then hidden as far as it goes
-  scaled.epilogue_time_scale = epi_ratio;
+      "1250 needs", "epi x1");
   for (int64_t m : ms) {
     Problem p;
     p.m = m;
-    const Prediction c = Predict(h, cur, p), g = Predict(h, gemm, p), s = Predict(h, scaled, p);
+    const Reading r = Read(h, cur, p, cal), one = Read(h1, cur, p, cal);
+    const Prediction& c = r.prediction;
+    const Prediction g = Predict(h, gemm, p);
     const double flops = 2.0 * m * p.n * p.k;
-    std::printf("  %8lld %9.0f %11.0f %9.0f %9.1f %9.1f %9.1f %9.1f %12.1f %14.0f\n",
-                static_cast<long long>(m), flops / c.t_main * 1e-12 * cal.factor,
-                g.tflops * cal.factor, c.tflops * cal.factor, c.t_main * kUs, c.t_epilogue * kUs,
-                c.t_startup * kUs, c.t_total * kUs, flops / (1250e12 / cal.factor) * kUs,
-                s.tflops * cal.factor);
+    std::printf("  %8lld %9.0f %11.0f %9s %9.1f %9.1f %9.1f %9.1f %12.1f %10.0f\n",
+                static_cast<long long>(m), flops / c.t_main * 1e-12 * cal.factor * eff,
+                g.tflops * cal.factor,
+                absl::StrFormat("%.0f%s", r.tflops, r.clamped ? "c" : "").c_str(), c.t_main * kUs,
+                c.t_epilogue * kUs, c.t_startup * kUs, c.t_total * kUs,
+                flops / (1250e12 / (cal.factor * eff)) * kUs, one.tflops);
   }
   std::printf(
-      "  (MMA cap: the main loop alone; GEMM alone: cuBLASLt-like, static schedule, bf16 D "
-      "stored. The fused op adds the residual read and the quantizer start-up to it, so under "
-      "a static schedule it stays below the GEMM alone; 1250 needs most of the exposed epilogue "
-      "hidden: `current` (skewed groups) hides it under the other group's MMAs up to the lead "
-      "its A ring allows. epi xR: `current` if every epilogue took R times the model's "
-      "duration (then hidden as far as the lead goes), R = the H200's measured / modelled "
-      "lockstep epilogue (--calibrate_h200): what the one term the H200 could check says about "
-      "the uncertainty.)\n");
-  // The skew's one new assumption: a group alone (one MMA warp per sub-partition) keeps the
-  // tensor pipes at `single_warp_mma` of the full rate. Below ~0.5 the alone phases cost more
-  // than the lockstep epilogue they replace.
+      "  (MMA cap: the main loop alone, x the hand-kernel efficiency %.2f; GEMM alone: "
+      "cuBLASLt-like, static schedule, bf16 D stored; c: the fused figure clamped to its "
+      "same-shape GEMM (the fused op does that GEMM and more). 1250 needs: the raw time the goal "
+      "allows. epi x1: `current` with the model's own epilogue, i.e. without the H200's "
+      "measured ratio %.2f.)\n",
+      eff, h.epilogue_ratio.value);
+  // The skew's one extra assumption: a group alone (one MMA warp per sub-partition) keeps the
+  // tensor pipes at `single_warp_mma` of the full rate.
   std::printf(
       "  `current` (skewed) if one MMA warp per sub-partition ran at eta of the full "
-      "rate, beside `current_lockstep` (calibrated TFLOP/s):\n  %8s",
-      "M");
-  const double etas[] = {1.0, 0.75, 0.5, 0.25};
+      "rate (default %.2f), beside `current_lockstep` (calibrated TFLOP/s):\n  %8s",
+      h.single_warp_mma.value, "M");
+  const double etas[] = {1.0, 0.85, 0.7, 0.5};
   for (double eta : etas) std::printf("  %9s", absl::StrFormat("eta %.2f", eta).c_str());
   std::printf("  %9s\n", "lockstep");
   for (int64_t m : ms) {
@@ -186,9 +183,9 @@ void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64
     for (double eta : etas) {
       Hardware he = h;
       he.single_warp_mma.value = eta;
-      std::printf("  %9.0f", Predict(he, cur, p).tflops * cal.factor);
+      std::printf("  %9.0f", Read(he, cur, p, cal).tflops);
     }
-    std::printf("  %9.0f\n", Predict(h, CurrentLockstepDesign(), p).tflops * cal.factor);
+    std::printf("  %9.0f\n", Read(h, CurrentLockstepDesign(), p, cal).tflops);
   }
   std::printf("\n");
 }
@@ -217,8 +214,8 @@ void PrintCalibration(const Hardware& h, const Calibration& cal) {
       pr.tflops, pr.tflops * cal.factor);
 }
 
-// Calibrated TFLOP/s per design and M; returns the predictions, [design][m].
-std::vector<std::vector<Prediction>> PrintSummary(const Hardware& h,
+// Calibrated TFLOP/s per design and M; returns the readings, [design][m].
+std::vector<std::vector<Reading>> PrintSummary(const Hardware& h,
                                                   const std::vector<Design>& designs,
                                                   const std::vector<int64_t>& ms,
                                                   const Calibration& cal) {
@@ -227,17 +224,18 @@ std::vector<std::vector<Prediction>> PrintSummary(const Hardware& h,
               "design");
   for (int64_t m : ms) std::printf(" %16s", absl::StrFormat("M=%d", m).c_str());
   std::printf("\n");
-  std::vector<std::vector<Prediction>> preds(designs.size());
+  std::vector<std::vector<Reading>> preds(designs.size());
   for (size_t i = 0; i < designs.size(); ++i) {
     std::printf("  %-*s", name_width, designs[i].name.c_str());
     for (int64_t m : ms) {
       Problem p;
       p.m = m;
-      preds[i].push_back(Predict(h, designs[i], p));
-      const Prediction& pr = preds[i].back();
-      if (pr.feasibility.ok) {
-        std::printf(" %16s",
-                    absl::StrFormat("%.0f [%.0f]", pr.tflops * cal.factor, pr.tflops).c_str());
+      preds[i].push_back(Read(h, designs[i], p, cal));
+      const Reading& r = preds[i].back();
+      if (r.prediction.feasibility.ok) {
+        std::printf(" %16s", absl::StrFormat("%.0f%s[%.0f]", r.tflops, r.clamped ? "c " : " ",
+                                             r.model_tflops)
+                                 .c_str());
       } else {
         std::printf(" %16s", "infeasible");
       }
@@ -250,17 +248,18 @@ std::vector<std::vector<Prediction>> PrintSummary(const Hardware& h,
 
 // Per M: every design's components, and the best design.
 void PrintComponents(const Hardware& h, const std::vector<Design>& designs,
-                     const std::vector<int64_t>& ms, const Calibration& cal,
-                     const std::vector<std::vector<Prediction>>& preds, bool verbose) {
+                     const std::vector<int64_t>& ms,
+                     const std::vector<std::vector<Reading>>& preds, bool verbose) {
   const int name_width = NameWidth(designs, "design");
   for (size_t j = 0; j < ms.size(); ++j) {
     std::printf("  %s, M = %lld\n", h.name.c_str(), static_cast<long long>(ms[j]));
     PrintComponentHeader(name_width);
     size_t best = designs.size();
     for (size_t i = 0; i < designs.size(); ++i) {
-      PrintComponentRow(designs[i], preds[i][j], cal.factor, name_width);
-      if (verbose && preds[i][j].feasibility.ok) PrintVerbose(h, designs[i], preds[i][j]);
-      if (preds[i][j].feasibility.ok &&
+      const Prediction& pr = preds[i][j].prediction;
+      PrintComponentRow(designs[i], preds[i][j], name_width);
+      if (verbose && pr.feasibility.ok) PrintVerbose(h, designs[i], pr);
+      if (pr.feasibility.ok &&
           (best == designs.size() || preds[i][j].tflops > preds[best][j].tflops)) {
         best = i;
       }
@@ -268,7 +267,7 @@ void PrintComponents(const Hardware& h, const std::vector<Design>& designs,
     if (best < designs.size()) {
       std::printf("  best at M = %lld: %s, %.0f TFLOP/s calibrated (%.0f raw)\n\n",
                   static_cast<long long>(ms[j]), designs[best].name.c_str(),
-                  preds[best][j].tflops * cal.factor, preds[best][j].tflops);
+                  preds[best][j].tflops, preds[best][j].model_tflops);
     }
   }
 }
@@ -287,8 +286,9 @@ void PrintLadder(const Hardware& h, const std::vector<int64_t>& ms, const Calibr
     for (size_t j = 0; j < ms.size(); ++j) {
       Problem p;
       p.m = ms[j];
-      const Prediction pr = Predict(h, d, p);
-      const double t = pr.tflops * cal.factor;
+      const Reading r = Read(h, d, p, cal);
+      const Prediction& pr = r.prediction;
+      const double t = r.tflops;
       if (!pr.feasibility.ok) {
         // What it would give if it fitted (Predict computes every term regardless).
         std::printf(" %14s", absl::StrFormat("n/f (%.0f)", t).c_str());
@@ -324,8 +324,8 @@ void PrintSm120Report(const std::vector<Hardware>& hws, const std::vector<Design
     PrintHardware(h);
     const Calibration cal = CalibrateToGemmAnchor(h);
     PrintCalibration(h, cal);
-    const std::vector<std::vector<Prediction>> preds = PrintSummary(h, designs, ms, cal);
-    PrintComponents(h, designs, ms, cal, preds, options.verbose);
+    const std::vector<std::vector<Reading>> preds = PrintSummary(h, designs, ms, cal);
+    PrintComponents(h, designs, ms, preds, options.verbose);
     if (options.ladder) PrintLadder(h, ms, cal);
     PrintCap(h, cal, ms);
   }

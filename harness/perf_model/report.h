@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/reading.h"
 
 namespace h3::perf_model {
 
@@ -24,6 +25,12 @@ void PrintHardware(const Hardware& h);
 // the ladder, and what caps `current`.
 void PrintSm120Report(const std::vector<Hardware>& hws, const std::vector<Design>& designs,
                       const std::vector<int64_t>& ms, const ReportOptions& options);
+
+// Per GPU: each design's low / default / high and P(>= goal) (reading.h), the built configs'
+// pick per M, what caps the built default when it is below the goal, and last the headline line
+// of every GPU (M = 4096, the built default config).
+void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& designs,
+                  const std::vector<int64_t>& ms, const UncertaintyOptions& options);
 
 // The model's predictions of the terms measurable on the H200 (h200: H200(), overrides applied).
 void PrintH200Calibration(const Hardware& h200);
