@@ -94,7 +94,7 @@ class Cache:
         self._path = path
         self._lock = threading.Lock()
         self._entries = None        # device key -> {shape key: {bucket m: name}}
-        self._device_keys = {}      # device index -> (key, props)
+        self._devices = {}          # device index -> properties
         self._memo = {}             # (index, m, n, k, sm90_emulation) -> tile code
         self._warned = set()
 
@@ -208,10 +208,10 @@ class Cache:
 
     def device(self, index):
         """The properties of CUDA device `index` (asked once per process)."""
-        got = self._device_keys.get(index)
+        got = self._devices.get(index)
         if got is None:
             props = _native.device_properties(index)
-            self._device_keys[index] = got = props
+            self._devices[index] = got = props
         return got
 
     # ---- writing ------------------------------------------------------------------------------

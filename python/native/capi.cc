@@ -15,13 +15,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/aliasing.h"
-#include "core/cuda_diagnosis.h"
 #include "core/global_scale.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
@@ -30,30 +28,15 @@
 #include "emulator/op.h"
 #include "emulator/weight.h"
 #include "kernels/out_proj.h"
+#include "python/native/last_error.h"
 
 namespace {
 
 constexpr char kOp[] = "minimax_h3_nvfp4_out_proj";
 constexpr char kQuantizer[] = "quantize_minimax_h3_o_weight_nvfp4";
 
-thread_local std::string g_last_error;
-
-// Records a failed status for h3_last_error (prefixed with the function's name when the
-// backend's own message does not start with it) and returns its code.
-int32_t Fail(const absl::Status& s, const char* function = kOp) {
-  std::string msg(s.message());
-  if (!absl::StartsWith(msg, function)) msg = absl::StrCat(function, ": ", msg);
-  g_last_error = std::move(msg);
-  return static_cast<int32_t>(s.code());
-}
-
-int32_t Done(const absl::Status& s, const char* function = kOp) {
-  if (s.ok()) {
-    g_last_error.clear();
-    return H3_OK;
-  }
-  return Fail(s, function);
-}
+using ::h3::capi::Done;
+using ::h3::capi::Fail;
 
 absl::Status Invalid(const absl::FormatSpec<const char*, std::string, std::string>& f,
                      const char* name, const std::string& want, const std::string& got) {
@@ -370,7 +353,7 @@ int32_t h3_tile_code(int32_t index) {
              : -1;
 }
 
-const char* h3_last_error(void) { return g_last_error.c_str(); }
+const char* h3_last_error(void) { return h3::capi::LastError(); }
 
 int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream) {
   return Done(RunGpu(args, stream));
@@ -418,63 +401,6 @@ int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64
     buf[n] = '\0';
   }
   return Done(absl::OkStatus());
-}
-
-int32_t h3_device_count(int32_t* count) {
-  constexpr char kFn[] = "h3_device_count";
-  if (count == nullptr) {
-    return Fail(absl::InvalidArgumentError("h3_device_count: count must be a pointer, got NULL"),
-                kFn);
-  }
-  *count = 0;
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0) {
-    int driver = 0;
-    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
-    static_assert(h3::kCudaErrorNoDevice == cudaErrorNoDevice);
-    const cudaError_t why = e != cudaSuccess ? e : cudaErrorNoDevice;
-    return Fail(absl::FailedPreconditionError(h3::NoCudaDeviceReason(
-                    why, cudaGetErrorName(why), cudaGetErrorString(why), driver, CUDART_VERSION)),
-                kFn);
-  }
-  *count = n;
-  return Done(absl::OkStatus(), kFn);
-}
-
-int32_t h3_device_properties(int32_t device, H3DeviceProperties* props) {
-  constexpr char kFn[] = "h3_device_properties";
-  if (props == nullptr) {
-    return Fail(
-        absl::InvalidArgumentError("h3_device_properties: props must be a pointer, got NULL"),
-        kFn);
-  }
-  if (device < 0) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-                    "h3_device_properties: device must be a CUDA device ordinal >= 0, got %d",
-                    device)),
-                kFn);
-  }
-  auto cuda_failed = [&](cudaError_t e, const char* what) {
-    return Fail(absl::InternalError(absl::StrFormat("%s: %s failed for device %d: %s (%s)", kFn,
-                                                    what, device, cudaGetErrorName(e),
-                                                    cudaGetErrorString(e))),
-                kFn);
-  };
-  cudaDeviceProp p;
-  cudaError_t e = cudaGetDeviceProperties(&p, device);
-  if (e != cudaSuccess) return cuda_failed(e, "cudaGetDeviceProperties");
-  int driver = 0;
-  e = cudaDriverGetVersion(&driver);
-  if (e != cudaSuccess) return cuda_failed(e, "cudaDriverGetVersion");
-  std::memset(props, 0, sizeof(*props));
-  const size_t len = strnlen(p.name, sizeof(p.name));
-  std::memcpy(props->name, p.name, std::min(len, sizeof(props->name) - 1));
-  props->major = p.major;
-  props->minor = p.minor;
-  props->sm_count = p.multiProcessorCount;
-  props->driver_version = driver;
-  return Done(absl::OkStatus(), kFn);
 }
 
 int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,

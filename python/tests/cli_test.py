@@ -106,7 +106,7 @@ class CacheTest(unittest.TestCase):
     def test_resolve_is_memoized(self):
         self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
         c = self.fresh()
-        c._device_keys[0] = H200  # what device(0) asks the driver for, once
+        c._devices[0] = H200  # what device(0) asks the driver for, once
         code = c.resolve(0, 128, 5376, 7168, "faithful")
         self.assertEqual(code, _native.tiles()["128x128"])
         self.assertEqual(c._memo[(0, 128, 5376, 7168, "faithful")], code)
