@@ -79,7 +79,8 @@ class _Problem:
         return self.x[i] @ self.w_bf16[i].t()
 
     def unfused(self, i):
-        return self.res[i] + self.gate.index_select(0, self.idx[i]) * (self.x[i] @ self.w_bf16[i].t())
+        update = self.gate.index_select(0, self.idx[i]) * (self.x[i] @ self.w_bf16[i].t())
+        return self.res[i] + update
 
 
 def device_ms(torch, problem, fn, reps):
@@ -139,7 +140,7 @@ def tune(m_buckets=tuning.DEFAULT_M_BUCKETS, n=5376, k=7168, device=None,
         progress("tune: M=%d: %s -> %s (%.1f s)" % (
             m, ", ".join("%s %.4f ms" % kv for kv in ms.items()), best,
             time.perf_counter() - t0))
-        del problem
+        problem = None  # its buffers back to torch's pool before the next M
         torch.cuda.empty_cache()
     path = tuning.cache().record(props, n, k, sm90_emulation, winners, timings)
     progress("tune: wrote %s (%s)" % (path, tuning.device_key(props)))
@@ -174,7 +175,7 @@ def bench(ms_list=(1, 128, 1024, 4096), n=5376, k=7168, device=None,
             m, t_op, t_gemm, t_unf, t_gemm / t_op, t_unf / t_op, h_op, h_gemm), file=out,
             flush=True)
         progress("bench: M=%d done (%.1f s)" % (m, time.perf_counter() - t0))
-        del p
+        p = None
         torch.cuda.empty_cache()
     return rows
 

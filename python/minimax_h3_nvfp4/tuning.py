@@ -1,8 +1,8 @@
 """The tile choice behind `tile="auto"`: a per-user JSON cache of tuned winners, else a heuristic.
 
-    python -m minimax_h3_nvfp4 tune            # times every registered config, writes the cache
-    minimax_h3_nvfp4.tuning.cache_path()       # where: $MINIMAX_H3_NVFP4_TUNE_CACHE, else
-                                               # ${XDG_CACHE_HOME:-~/.cache}/minimax_h3_nvfp4/tune.json
+    python -m minimax_h3_nvfp4 tune     # times every registered config, writes the cache
+    minimax_h3_nvfp4.tuning.cache_path()  # $MINIMAX_H3_NVFP4_TUNE_CACHE, else
+                                        # ${XDG_CACHE_HOME:-~/.cache}/minimax_h3_nvfp4/tune.json
 
 The cache is keyed by device (name, compute capability, SM count, driver version) and library
 version, then by shape (N, K and, on sm_90, the MMA emulation), and holds the winning config
