@@ -31,7 +31,8 @@ fi
 pkg=$dest/minimax_h3_nvfp4
 mkdir -p "$pkg"
 rm -rf "$pkg/__pycache__"
-for f in "$src"/minimax_h3_nvfp4/*.py; do
+for f in "$src"/minimax_h3_nvfp4/*.py "$src"/minimax_h3_nvfp4/py.typed \
+  "$src"/minimax_h3_nvfp4/selftest_goldens.npz; do
   install -m 0644 "$f" "$pkg/"
 done
 install -m 0755 "$src/libminimax_h3_nvfp4.so" "$pkg/libminimax_h3_nvfp4.so"

@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 3
+CAPI_VERSION = 4
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -50,6 +50,16 @@ class H3OutProjArgs(ctypes.Structure):
         ("cpu_gemm", ctypes.c_int32),
         ("device", ctypes.c_int32),
         ("tile", ctypes.c_int32),
+    ]
+
+
+class H3DeviceProperties(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 256),
+        ("major", ctypes.c_int32),
+        ("minor", ctypes.c_int32),
+        ("sm_count", ctypes.c_int32),
+        ("driver_version", ctypes.c_int32),
     ]
 
 
@@ -101,6 +111,17 @@ def lib():
         l.h3_capi_version.argtypes = []
         l.h3_last_error.restype = ctypes.c_char_p
         l.h3_last_error.argtypes = []
+        got = l.h3_capi_version()
+        if got != CAPI_VERSION:
+            raise ImportError(
+                "minimax_h3_nvfp4: %s has C ABI version %d, this package needs %d (they come "
+                "from different builds; reinstall)" % (path, got, CAPI_VERSION))
+        l.h3_version.restype = ctypes.c_char_p
+        l.h3_version.argtypes = []
+        l.h3_device_count.restype = ctypes.c_int32
+        l.h3_device_count.argtypes = [ctypes.POINTER(ctypes.c_int32)]
+        l.h3_device_properties.restype = ctypes.c_int32
+        l.h3_device_properties.argtypes = [ctypes.c_int32, ctypes.POINTER(H3DeviceProperties)]
         l.h3_out_proj_gpu.restype = ctypes.c_int32
         l.h3_out_proj_gpu.argtypes = [ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p]
         l.h3_out_proj_cpu.restype = ctypes.c_int32
@@ -126,11 +147,6 @@ def lib():
         l.h3_out_envelope_cpu.argtypes = [
             ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
             ctypes.c_void_p, ctypes.c_void_p]
-        got = l.h3_capi_version()
-        if got != CAPI_VERSION:
-            raise ImportError(
-                "minimax_h3_nvfp4: %s has C ABI version %d, this package needs %d (they come "
-                "from different builds; reinstall)" % (path, got, CAPI_VERSION))
         l.path = path
         _lib = l
         return l
@@ -147,6 +163,28 @@ def tiles():
         _tiles = {l.h3_tile_name(i).decode("ascii"): l.h3_tile_code(i)
                   for i in range(l.h3_tile_count())}
     return _tiles
+
+
+def library_version():
+    """The version the loaded library was built as (core/version.h)."""
+    return lib().h3_version().decode("ascii")
+
+
+def device_count():
+    """(count, reason): the number of CUDA devices, and None; or (0, why none is usable)."""
+    n = ctypes.c_int32(0)
+    code = lib().h3_device_count(ctypes.byref(n))
+    if code != OK:
+        return 0, lib().h3_last_error().decode("utf-8", "replace")
+    return n.value, None
+
+
+def device_properties(index):
+    """A dict: name, major, minor, sm_count, driver_version of CUDA device `index`."""
+    p = H3DeviceProperties()
+    check(lib().h3_device_properties(int(index), ctypes.byref(p)))
+    return {"name": p.name.decode("utf-8", "replace"), "major": p.major, "minor": p.minor,
+            "sm_count": p.sm_count, "driver_version": p.driver_version}
 
 
 def check(code):

@@ -6,7 +6,8 @@ public function returns `out`. Registered with torch.library.custom_op (torch >=
 fake implementation, so torch.compile(fullgraph=True) traces through it; on older torch,
 `out_proj` is the plain implementation (no registration).
 
-The implementation runs the GPU kernel for CUDA tensors, on torch.cuda.current_stream(), with
+The implementation resolves tile="auto" for CUDA tensors (tuning.py: the tuning cache, else a
+heuristic) and runs the GPU kernel, on torch.cuda.current_stream(), with
 its per-call ready-flag workspace from torch's allocator (so a CUDA graph's memory stays in
 torch's pool, and nothing in the call synchronizes: the very first call in a process can be
 captured), or the emulator for CPU tensors. `residual=None` means "in place": `out` holds the
@@ -19,6 +20,7 @@ from typing import Optional
 import torch
 
 from . import _native
+from . import tuning
 
 _NAME = "minimax_h3_nvfp4::out_proj"
 
@@ -44,9 +46,16 @@ def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_glo
     device = attn_out.device
     if device.type == "cuda":
         m = attn_out.shape[0] if attn_out.dim() >= 1 else 0
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if tile == _native.tiles()["auto"] and attn_out.dim() == 2 and o_weight_q.dim() == 2:
+            # Resolved here, inside the op, so that torch.compile never traces the cache's
+            # file reading; a dict lookup after the first call of a shape (tuning.py).
+            a.tile = tuning.resolve(index, int(m), int(o_weight_q.shape[0]),
+                                    int(attn_out.shape[1]),
+                                    "fast" if sm90_emulation == 1 else "faithful")
         flags = torch.empty((lib.h3_ready_flag_bytes(m),), dtype=torch.uint8, device=device)
         a.ready_flags = _arr(flags)
-        a.device = device.index if device.index is not None else torch.cuda.current_device()
+        a.device = index
         stream = torch.cuda.current_stream(device).cuda_stream
         _native.check(lib.h3_out_proj_gpu(ctypes.byref(a), ctypes.c_void_p(stream)))
         # `flags` is returned to torch's caching allocator here: stream-ordered on the current

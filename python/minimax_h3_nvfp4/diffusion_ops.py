@@ -13,10 +13,11 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
                                          bound) or the exact accumulator rounded once
     tile="auto" | a registered name      the SM120 kernel's config, from the library's registry
                                          (kernels/tiles.h; today "128x256", "128x128",
-                                         "128x256_lockstep"; "auto" = the registry's first);
-                                         all compute the same bits, they differ in speed only:
-                                         the bench times each (README); ignored by the emulator
-                                         and the fast sm_90 build
+                                         "128x256_lockstep"); all compute the same bits, they
+                                         differ in speed only. "auto": the tuning cache's
+                                         winner for this device, shape and M, else a heuristic
+                                         (tuning.py; `python -m minimax_h3_nvfp4 tune`);
+                                         ignored by the emulator and the fast sm_90 build
 
 The backend follows the tensors: CUDA torch tensors run the GPU kernel on
 torch.cuda.current_stream() (SM12x native, sm_90 validation build); CPU torch tensors and NumPy

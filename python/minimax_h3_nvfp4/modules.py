@@ -1,9 +1,13 @@
-"""MiniMaxH3NVFP4OutProj: the attention output projection and its gated residual as one module.
+"""nn.Modules of the fused NVFP4 op: any gated-residual linear, and MiniMax-H3's out projection.
 
-    proj = MiniMaxH3NVFP4OutProj.from_linear(attn.to_out[0], calibration_sample=attn_output)
-    hidden = proj(attn_output, residual, gate_msa, adaln_indices)
-    # == residual + gate_msa.index_select(0, adaln_indices) * attn.to_out[0](attn_output),
+    proj = NVFP4GatedResidualLinear.from_linear(linear, calibration_sample=x)
+    y = proj(x, residual, gate, gate_index)
+    # == residual + gate.index_select(0, gate_index) * linear(x),
     #    in NVFP4 (W4A4) with the fused epilogue (docs/contract.md)
+
+Any linear layer followed by that gated residual has the op's shape of work: MiniMax-H3's
+attention out projection (gate_msa) and its FFN down projection (gate_mlp) alike. The GPU takes
+N a multiple of 128 and K of 256; the emulator N >= 1 and K a multiple of 64.
 """
 
 import numbers
@@ -14,25 +18,26 @@ from . import calibration
 from .diffusion_ops import minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4
 
 
-class MiniMaxH3NVFP4OutProj(torch.nn.Module):
-    """NVFP4 out projection + gated residual. Built from a bf16 (or f32) weight of
-    nn.Linear(7168, 5376)'s shape [N, K] = [5376, 7168], quantized once
-    (quantize_minimax_h3_o_weight_nvfp4) and kept as buffers (o_weight_q, o_weight_sf,
-    o_weight_global_scale), with the activation global scale as a buffer too
-    (act_global_scale, float32 [1]): given, or calibrated from a sample of attention outputs
-    (RN(2688 / amax)). Buffers live on the weight's device and move with .to() / .cuda().
+class NVFP4GatedResidualLinear(torch.nn.Module):
+    """NVFP4 linear (no bias) + gated residual. Built from a bf16 (or f32) weight [N, K] (an
+    nn.Linear(K, N).weight), quantized once (quantize_minimax_h3_o_weight_nvfp4) and kept as
+    buffers (o_weight_q, o_weight_sf, o_weight_global_scale), with the activation global scale
+    as a buffer too (act_global_scale, float32 [1]): given, or calibrated from a sample of the
+    layer's inputs (RN(2688 / amax)). Buffers live on the weight's device and move with .to().
 
-    forward(attn_out [..., K] bf16, residual [..., N] bf16, gate [G, N] bf16,
-            gate_index [...] int32 (or any integer tensor)) -> bf16 of residual's shape.
+    forward(x [..., K] bf16, residual [..., N] bf16, gate [G, N] bf16,
+            gate_index [...] int32 (or any integer tensor), *, out=None) -> bf16 [..., N].
     Leading dimensions are flattened into the op's M (views, no copies, for contiguous inputs).
+    `out` may be `residual` itself (in place).
     """
 
     def __init__(self, weight, act_global_scale=None, *, calibration_sample=None,
                  sm90_emulation="faithful", cpu_gemm="fast", tile="auto"):
         super().__init__()
+        cls = type(self).__name__
         if not isinstance(weight, torch.Tensor):
-            raise TypeError("MiniMaxH3NVFP4OutProj: weight must be a torch.Tensor [N, K], got %s"
-                            % type(weight).__name__)
+            raise TypeError("%s: weight must be a torch.Tensor [N, K], got %s"
+                            % (cls, type(weight).__name__))
         q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(weight.detach())
         self.out_features, self.in_features = (int(d) for d in weight.shape)
         self.sm90_emulation = sm90_emulation
@@ -43,8 +48,8 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
         self.register_buffer("o_weight_global_scale", gs)
         if calibration_sample is not None:
             if act_global_scale is not None:
-                raise ValueError("MiniMaxH3NVFP4OutProj: give act_global_scale or "
-                                 "calibration_sample, not both")
+                raise ValueError("%s: give act_global_scale or calibration_sample, not both"
+                                 % cls)
             act = calibration.act_global_scale(calibration_sample.to(weight.device))
         elif isinstance(act_global_scale, torch.Tensor):
             act = act_global_scale.detach().to(device=weight.device, dtype=torch.float32)
@@ -54,17 +59,17 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
             act = torch.tensor([float(act_global_scale)], dtype=torch.float32,
                                device=weight.device)
         else:
-            raise ValueError("MiniMaxH3NVFP4OutProj: act_global_scale must be a float or a "
-                             "float32 tensor [1] (or pass calibration_sample), got %s"
-                             % type(act_global_scale).__name__)
+            raise ValueError("%s: act_global_scale must be a float or a float32 tensor [1] (or "
+                             "pass calibration_sample), got %s"
+                             % (cls, type(act_global_scale).__name__))
         self.register_buffer("act_global_scale", act)
 
     @classmethod
     def from_linear(cls, linear, act_global_scale=None, **kwargs):
         """From nn.Linear(K, N, bias=False) (the op has no bias)."""
         if getattr(linear, "bias", None) is not None:
-            raise ValueError("MiniMaxH3NVFP4OutProj: the linear layer must have no bias "
-                             "(the op computes none)")
+            raise ValueError("%s: the linear layer must have no bias (the op computes none), "
+                             "got a bias of shape %s" % (cls.__name__, tuple(linear.bias.shape)))
         return cls(linear.weight, act_global_scale, **kwargs)
 
     @torch.no_grad()
@@ -74,7 +79,7 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
             sample.to(self.act_global_scale.device)))
         return self
 
-    def forward(self, attn_out, residual, gate, gate_index, *, out=None):
+    def forward(self, x, residual, gate, gate_index, *, out=None):
         k, n = self.in_features, self.out_features
         lead = residual.shape[:-1]
         if gate_index.dtype != torch.int32:
@@ -83,12 +88,24 @@ class MiniMaxH3NVFP4OutProj(torch.nn.Module):
         # In place: the very same view for both, so the op sees `out is residual`.
         dst = res if out is residual else (None if out is None else out.reshape(-1, n))
         y = minimax_h3_nvfp4_out_proj(
-            attn_out.reshape(-1, k), self.o_weight_q, self.o_weight_sf,
+            x.reshape(-1, k), self.o_weight_q, self.o_weight_sf,
             self.o_weight_global_scale, self.act_global_scale, gate, gate_index.reshape(-1),
             res, out=dst, sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm,
             tile=self.tile)
         return y.reshape(*lead, n) if out is None else out
 
     def extra_repr(self):
-        return "in_features=%d, out_features=%d, nvfp4 (W4A4), sm90_emulation=%r" % (
-            self.in_features, self.out_features, self.sm90_emulation)
+        return "in_features=%d, out_features=%d, nvfp4 (W4A4), sm90_emulation=%r, tile=%r" % (
+            self.in_features, self.out_features, self.sm90_emulation, self.tile)
+
+
+class MiniMaxH3NVFP4OutProj(NVFP4GatedResidualLinear):
+    """MiniMax-H3's attention output projection + gated residual (gate_msa): the generic module
+    with the seed's names, built from nn.Linear(7168, 5376)'s weight [5376, 7168].
+
+        proj = MiniMaxH3NVFP4OutProj.from_linear(attn.to_out[0], calibration_sample=attn_output)
+        hidden = proj(attn_output, residual, gate_msa, adaln_indices)
+    """
+
+    def forward(self, attn_out, residual, gate, gate_index, *, out=None):
+        return super().forward(attn_out, residual, gate, gate_index, out=out)

@@ -15,7 +15,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -24,34 +23,20 @@
 #include "core/global_scale.h"
 #include "core/scale_layout.h"
 #include "core/shape.h"
+#include "core/version.h"
 #include "emulator/check.h"
 #include "emulator/op.h"
 #include "emulator/weight.h"
 #include "kernels/out_proj.h"
+#include "python/native/last_error.h"
 
 namespace {
 
 constexpr char kOp[] = "minimax_h3_nvfp4_out_proj";
 constexpr char kQuantizer[] = "quantize_minimax_h3_o_weight_nvfp4";
 
-thread_local std::string g_last_error;
-
-// Records a failed status for h3_last_error (prefixed with the function's name when the
-// backend's own message does not start with it) and returns its code.
-int32_t Fail(const absl::Status& s, const char* function = kOp) {
-  std::string msg(s.message());
-  if (!absl::StartsWith(msg, function)) msg = absl::StrCat(function, ": ", msg);
-  g_last_error = std::move(msg);
-  return static_cast<int32_t>(s.code());
-}
-
-int32_t Done(const absl::Status& s, const char* function = kOp) {
-  if (s.ok()) {
-    g_last_error.clear();
-    return H3_OK;
-  }
-  return Fail(s, function);
-}
+using ::h3::capi::Done;
+using ::h3::capi::Fail;
 
 absl::Status Invalid(const absl::FormatSpec<const char*, std::string, std::string>& f,
                      const char* name, const std::string& want, const std::string& got) {
@@ -352,6 +337,8 @@ extern "C" {
 
 int32_t h3_capi_version(void) { return H3_CAPI_VERSION; }
 
+const char* h3_version(void) { return h3::kVersion; }
+
 int32_t h3_tile_count(void) { return h3::kOutProjTileCount + 1; }
 
 const char* h3_tile_name(int32_t index) {
@@ -366,7 +353,7 @@ int32_t h3_tile_code(int32_t index) {
              : -1;
 }
 
-const char* h3_last_error(void) { return g_last_error.c_str(); }
+const char* h3_last_error(void) { return h3::capi::LastError(); }
 
 int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream) {
   return Done(RunGpu(args, stream));

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 3
+#define H3_CAPI_VERSION 4
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -73,6 +73,10 @@ typedef struct H3OutProjArgs {
 
 int32_t h3_capi_version(void);
 
+/* The project's version (core/version.h, e.g. "0.1.0"): the Python package's __version__ and
+ * every tool's --version say the same. */
+const char* h3_version(void);
+
 /* The message of this thread's last failed call ("" if none). */
 const char* h3_last_error(void);
 
@@ -100,6 +104,22 @@ int64_t h3_swizzled_scale_bytes(int64_t n, int64_t k);
  * (NUL-terminated, truncated to buf_len). Fails with H3_UNIMPLEMENTED / H3_INTERNAL where no
  * supported CUDA device is. */
 int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64_t buf_len);
+
+/* One CUDA device as the tuning cache keys it (python/minimax_h3_nvfp4/tuning.py). */
+typedef struct H3DeviceProperties {
+  char name[256];         /* cudaDeviceProp::name, NUL-terminated */
+  int32_t major, minor;   /* compute capability */
+  int32_t sm_count;       /* multiprocessors */
+  int32_t driver_version; /* cudaDriverGetVersion: 1000 * major + 10 * minor */
+} H3DeviceProperties;
+
+/* The number of CUDA devices into *count. Where none is usable (no driver, a driver older than
+ * this build's CUDA runtime, no GPU) it fails with H3_FAILED_PRECONDITION and h3_last_error says
+ * why (core/cuda_diagnosis.h); *count is then 0. */
+int32_t h3_device_count(int32_t* count);
+
+/* The properties of CUDA device `device` (>= 0). Nothing is enqueued: callable while capturing. */
+int32_t h3_device_properties(int32_t device, H3DeviceProperties* props);
 
 /* quantize_minimax_h3_o_weight_nvfp4 (contract section 5) on the CPU: weight [N, K] (bf16 bit
  * patterns, or f32 when weight_is_f32), q [N, K/2], sf h3_swizzled_scale_bytes(N, K) bytes. */

@@ -9,15 +9,15 @@ $H3_TESTDATA.
 import inspect
 import os
 import re
+import subprocess
 import sys
 import unittest
 
 try:
     import numpy as np
 except ImportError:
-    # Bazel runs py_test with the first python3 on PATH; where that one lacks NumPy (a pyenv
-    # interpreter, say), re-run under the system's, which has Debian's python3-numpy (./bazelw
-    # installs it).
+    # Run directly with a python3 that lacks NumPy (a pyenv interpreter, say): re-run under the
+    # system's, which has Debian's python3-numpy (Bazel uses that one: third_party/BUILD).
     if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != \
             os.path.realpath("/usr/bin/python3") and not os.environ.get("H3_REEXEC"):
         os.environ["H3_REEXEC"] = "1"
@@ -38,11 +38,6 @@ from minimax_h3_nvfp4 import testing  # noqa: E402
 from minimax_h3_nvfp4.diffusion_ops import (  # noqa: E402
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
-try:
-    import torch  # noqa: F401
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
 try:
     import ml_dtypes
 except ImportError:
@@ -553,10 +548,19 @@ class DocAndVersionTest(unittest.TestCase):
 class NoTorchTest(unittest.TestCase):
 
     def test_module_needs_torch(self):
-        if HAVE_TORCH:
-            self.skipTest("torch is installed")
-        with self.assertRaises(ImportError):
-            minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj  # noqa: B018
+        # In a child process where torch cannot be imported, whether or not it is installed.
+        code = ("import sys; sys.modules['torch'] = None\n"
+                "import minimax_h3_nvfp4\n"
+                "try:\n"
+                "    minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj\n"
+                "except ImportError as e:\n"
+                "    print('ImportError', e)\n")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                               [os.path.dirname(os.path.dirname(minimax_h3_nvfp4.__file__))]
+                               + sys.path)), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^ImportError .*torch")
 
 
 if __name__ == "__main__":
