@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "harness/perf_model/reading.h"
 #include "harness/perf_model/model.h"
 
 namespace h3::bench {
@@ -23,7 +24,9 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   const DeviceInfo& d = ctx.device();
   for (const char* k : {"ms", "TFLOPs", "GBps", "pct_peak_flops", "pct_copy_bw", "pct_datasheet_bw",
                         "x_vs_bf16_gemm", "x_vs_bf16_unfused", "x_vs_nvfp4_unfused", "x_vs_copy",
-                        "model_ms", "model_TFLOPs", "one_warp_mma"}) {
+                        "model_ms", "model_TFLOPs", "one_warp_mma", "model_one_warp_mma",
+                        "model_exposed_epilogue_ms", "model_tma_latency_us",
+                        "model_tma_latency_loaded_us", "model_l2_tbps"}) {
     state.counters[k] = 0;
   }
   state.counters["rotation"] = rotation;
@@ -39,11 +42,13 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
                                                   : d.peak_bf16_tflops;
     if (peak > 0) state.counters["pct_peak_flops"] = 100 * tflops / peak;
   }
-  // On an SM12x device: the performance model's prediction of this fused time (the current
-  // design on this GPU's SM count, calibrated to the cuBLASLt anchor), so the first SM120 run
-  // shows where the model is wrong. 0 elsewhere: the model has no Hopper MMA. fused_one_group
-  // gets none: it measures one of the model's inputs instead (one_warp_mma below).
-  if (fused_op && d.prop.major == 12 && name != "fused_one_group") {
+  // On an SM12x device: the performance model's honest reading of this fused time (the built
+  // design on this GPU's SM count, calibrated to the cuBLASLt anchor; harness/perf_model
+  // reading.h), so the first SM120 run shows where the model is wrong, and beside it the model's
+  // values of the inputs such a run measures (one_warp_mma, fused - fused_no_epilogue, the TMA
+  // latency, the L2 bandwidth). 0 elsewhere: the model has no Hopper MMA. fused_one_group gets no
+  // model_ms: it measures one of the model's inputs instead (one_warp_mma below).
+  if (fused_op && d.prop.major == 12) {
     if (const perf_model::Hardware* hw =
             perf_model::Sm120HardwareForSmCount(d.prop.multiProcessorCount)) {
       perf_model::Problem problem;
@@ -53,13 +58,21 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
                                   : name.rfind("fused_lockstep", 0) == 0
                                       ? perf_model::CurrentLockstepDesign()
                                       : perf_model::CurrentDesign();
-      if (name.find("no_epilogue") != std::string::npos) {
-        design.epilogue = perf_model::Epilogue::kNone;
+      const perf_model::MeasurableInputs mi =
+          perf_model::ModelMeasurableInputs(*hw, design, problem);
+      state.counters["model_one_warp_mma"] = mi.one_warp_mma;
+      state.counters["model_exposed_epilogue_ms"] = mi.exposed_epilogue_s * 1e3;
+      state.counters["model_tma_latency_us"] = mi.tma_latency_s * 1e6;
+      state.counters["model_tma_latency_loaded_us"] = mi.tma_latency_loaded_s * 1e6;
+      state.counters["model_l2_tbps"] = mi.l2_bytes_per_s * 1e-12;
+      if (name != "fused_one_group") {
+        if (name.find("no_epilogue") != std::string::npos) {
+          design.epilogue = perf_model::Epilogue::kNone;
+        }
+        const perf_model::Reading r = perf_model::Read(*hw, design, problem);
+        state.counters["model_TFLOPs"] = r.tflops;
+        state.counters["model_ms"] = r.seconds * 1e3;
       }
-      const perf_model::Prediction p = perf_model::Predict(*hw, design, problem);
-      const double factor = perf_model::CalibrateToGemmAnchor(*hw).factor;
-      state.counters["model_TFLOPs"] = p.tflops * factor;
-      state.counters["model_ms"] = p.t_total / factor * 1e3;
     }
   }
   // The rate one MMA warp per sub-partition sustains, as a fraction of two warps' (the perf

@@ -137,6 +137,31 @@ constexpr GroupSpec kGroups[] = {
      "negatives -> 0x8, ties to even, saturation to +-6, both nibbles"},
 };
 
+// The proxy-fence litmus as an observation (litmus.h): counts, not a verdict - the product
+// fences either way, and a clean unfenced run does not show the fences are unneeded.
+std::string LitmusMeasurement(const LitmusCounts& l) {
+  if (!l.ran) return "proxy-fence litmus: not run (no GPU)";
+  const char* names[4] = {"no fence", "writer fence only", "reader fence only",
+                          "both fences (the product)"};
+  std::vector<std::string> parts;
+  for (int v = 3; v >= 0; --v) {
+    parts.push_back(absl::StrFormat("%s %d stale words%s", names[v], l.stale_words[v],
+                                    l.timeouts[v] ? absl::StrFormat(" (%d pairs timed out)",
+                                                                    l.timeouts[v])
+                                                  : ""));
+  }
+  const bool race = l.stale_words[0] + l.stale_words[1] + l.stale_words[2] > 0;
+  return absl::StrFormat(
+      "proxy-fence litmus (generic stores -> release -> acquire -> cp.async.bulk across CTAs, "
+      "%d pairs x %d round trips per variant): %s; %s",
+      l.pairs, l.rounds, absl::StrJoin(parts, ", "),
+      l.stale_words[3] > 0 ? "STALE READS EVEN WITH BOTH FENCES: the ready-flag protocol is "
+                             "broken on this device"
+      : race ? "this device reads stale data without the fences: they are needed (and present)"
+             : "no stale read in any variant: this device does not show the race the fences "
+               "close (they stay)");
+}
+
 }  // namespace
 
 Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeOptions& opt) {
@@ -182,6 +207,7 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
   JudgeE2m1(cases, results, Group(rep.groups, "e2m1"), opt);
   precision.AppendMeasurements(rep.measurements);
   rep.measurements.push_back(RawCvtMeasurement(cases, results));
+  rep.measurements.push_back(LitmusMeasurement(results.litmus));
 
   // Verdict.
   std::vector<std::string> bad[3];

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/probe/litmus.h"
+
 namespace h3::probe {
 
 // ---- Exact arithmetic on the values of one MMA --------------------------------------------
@@ -125,6 +127,7 @@ struct DeviceResults {
   std::vector<float> d;
   std::vector<uint8_t> e2m1;
   std::vector<uint8_t> raw_cvt;
+  LitmusCounts litmus;  // the proxy-fence litmus (litmus.h); not run on the CPU model
 };
 
 // The contract's CPU model as a device: emulator/mma_model.h's MmaM16N8K64BlockScaled (the

@@ -92,6 +92,9 @@ absl::StatusOr<DeviceResults> RunOnCurrentDevice(const ProbeCases& cases) {
     if (!raw.ok()) return raw.status();
     r.raw_cvt = *std::move(raw);
   }
+  // 30,000 round trips per fence variant where 60 pairs fit (every CTA must be resident).
+  const int pairs = prop.multiProcessorCount / 2 < 60 ? prop.multiProcessorCount / 2 : 60;
+  H3_CUDA_RETURN_IF_ERROR(RunProxyLitmus(pairs, 30000 / pairs, &r.litmus));
   return r;
 }
 

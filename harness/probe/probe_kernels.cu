@@ -53,6 +53,108 @@ __global__ void BuildInfoKernel(int* info) {
   info[1] = h3::kernels::TargetArch::kNativeMma ? 1 : 0;
 }
 
+// ---- The proxy-fence litmus (ready_flags.h's hand-off, in isolation). CTA 2i writes a 1 KiB
+// buffer with generic stores and releases a flag; CTA 2i+1 acquires it, then reads the buffer
+// with cp.async.bulk (the async proxy, as the load warp's TMA does) and counts words that are
+// not this round's. Variant bit 0: the writer's fence.proxy.async.global before its release;
+// bit 1: the reader's after its acquire (the product has both). Spins are bounded: a timeout
+// counts as a failure, never a hang.
+constexpr int kLitmusWords = 256;
+
+__device__ __forceinline__ uint32_t LitmusWord(uint32_t pair, uint32_t round, uint32_t w) {
+  uint32_t x = pair * 0x9E3779B9u ^ round * 0x85EBCA6Bu ^ w * 0xC2B2AE35u;
+  x ^= x >> 15;
+  x *= 0x2C1B3C6Du;
+  return x ^ (x >> 12);
+}
+
+__device__ __forceinline__ uint32_t LdAcquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void StRelease(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t NowNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Thread 0: until *flag >= want, or 1 s; false on the timeout.
+__device__ __forceinline__ bool AwaitFlag(const uint32_t* flag, uint32_t want) {
+  const uint64_t t0 = NowNs();
+  while (LdAcquire(flag) < want) {
+    if (NowNs() - t0 > 1000000000ull) return false;
+  }
+  return true;
+}
+
+__global__ void __launch_bounds__(128) ProxyLitmusKernel(uint32_t* buf, uint32_t* flags,
+                                                         int rounds, int variant,
+                                                         unsigned long long* mismatches,
+                                                         unsigned long long* timeouts) {
+  __shared__ alignas(128) uint32_t tile[kLitmusWords];
+  __shared__ alignas(8) uint64_t bar;
+  __shared__ int ok;
+  const uint32_t pair = blockIdx.x / 2;
+  uint32_t* data = buf + static_cast<size_t>(pair) * kLitmusWords;
+  uint32_t* ready = flags + 2 * pair;  // writer -> reader: round r + 1 written
+  uint32_t* done = ready + 1;          // reader -> writer: round r + 1 read
+  const bool writer = (blockIdx.x & 1) == 0;
+  const uint32_t bar_addr = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
+  if (!writer && threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  for (int r = 0; r < rounds; ++r) {
+    if (threadIdx.x == 0) ok = AwaitFlag(writer ? done : ready, writer ? r : r + 1);
+    __syncthreads();
+    if (!ok) {
+      if (threadIdx.x == 0) atomicAdd(timeouts, 1ull);
+      return;
+    }
+    if (writer) {
+      for (int w = threadIdx.x; w < kLitmusWords; w += blockDim.x) {
+        data[w] = LitmusWord(pair, r, w);
+      }
+      if (variant & 1) asm volatile("fence.proxy.async.global;" ::: "memory");
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) StRelease(ready, r + 1);
+    } else {
+      if (threadIdx.x == 0) {
+        if (variant & 2) asm volatile("fence.proxy.async.global;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
+                     "r"(kLitmusWords * 4)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+                "r"(static_cast<uint32_t>(__cvta_generic_to_shared(tile))),
+            "l"(data), "r"(kLitmusWords * 4), "r"(bar_addr)
+            : "memory");
+      }
+      uint32_t got = 0;  // every thread waits for the phase: the copy's bytes are then visible
+      while (!got) {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            " selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(got)
+            : "r"(bar_addr), "r"(static_cast<uint32_t>(r & 1))
+            : "memory");
+      }
+      unsigned long long bad = 0;
+      for (int w = threadIdx.x; w < kLitmusWords; w += blockDim.x) {
+        bad += tile[w] != LitmusWord(pair, r, w);
+      }
+      if (bad) atomicAdd(mismatches, bad);
+      __syncthreads();
+      if (threadIdx.x == 0) StRelease(done, r + 1);
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchMmaBatch(const uint32_t* a, const uint32_t* b, const float* c,
@@ -74,6 +176,34 @@ cudaError_t LaunchE2m1Batch(const float* even, const float* odd, int64_t count, 
 cudaError_t LaunchBuildInfo(int* info) {
   BuildInfoKernel<<<1, 1>>>(info);
   return cudaGetLastError();
+}
+
+cudaError_t RunProxyLitmus(int pairs, int rounds, LitmusCounts* out) {
+  uint32_t* buf = nullptr;
+  uint32_t* flags = nullptr;
+  unsigned long long* counts = nullptr;  // [mismatches, timeouts]
+  cudaError_t e = cudaMalloc(&buf, static_cast<size_t>(pairs) * kLitmusWords * 4);
+  if (e == cudaSuccess) e = cudaMalloc(&flags, static_cast<size_t>(pairs) * 2 * 4);
+  if (e == cudaSuccess) e = cudaMalloc(&counts, 2 * sizeof(unsigned long long));
+  for (int v = 0; v < 4 && e == cudaSuccess; ++v) {
+    e = cudaMemset(flags, 0, static_cast<size_t>(pairs) * 2 * 4);
+    if (e == cudaSuccess) e = cudaMemset(counts, 0, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess) {
+      ProxyLitmusKernel<<<2 * pairs, 128>>>(buf, flags, rounds, v, counts, counts + 1);
+      e = cudaGetLastError();
+    }
+    unsigned long long host[2] = {0, 0};
+    if (e == cudaSuccess) e = cudaMemcpy(host, counts, sizeof(host), cudaMemcpyDeviceToHost);
+    out->stale_words[v] = host[0];
+    out->timeouts[v] = host[1];
+  }
+  out->pairs = pairs;
+  out->rounds = rounds;
+  out->ran = e == cudaSuccess;
+  cudaFree(buf);
+  cudaFree(flags);
+  cudaFree(counts);
+  return e;
 }
 
 }  // namespace h3::probe

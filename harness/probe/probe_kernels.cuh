@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "harness/probe/litmus.h"
+
 namespace h3::probe {
 
 // All pointers device. One warp per case: a [cases][32][4], b [cases][32][2], c and d
@@ -27,6 +29,10 @@ cudaError_t LaunchE2m1Batch(const float* even, const float* odd, int64_t count, 
 // What device code ran: info[0] = __CUDA_ARCH__ of the kernel image the runtime picked,
 // info[1] = 1 when TargetArch::Mma is the native instruction, info[2] = 1 when the raw cvt ran.
 cudaError_t LaunchBuildInfo(int* info);
+
+// The proxy-fence litmus (litmus.h): 2 x pairs CTAs (pairs <= the SM count / 2, so all are
+// resident), `rounds` round trips per pair, each of the four fence variants; synchronous.
+cudaError_t RunProxyLitmus(int pairs, int rounds, LitmusCounts* out);
 
 }  // namespace h3::probe
 
