@@ -25,20 +25,27 @@ struct WaitSite {
 
 __device__ __forceinline__ void GiveUpWaiting(const OutProjParams& p, const WaitSite& site,
                                               uint64_t waited_ns) {
-  if (atomicCAS(p.ready_flags + kStallClaim, 0u, 1u) == 0u && p.stall != nullptr) {
-    volatile StallReport* r = p.stall;
-    r->kind = static_cast<uint32_t>(site.kind);
-    r->block = blockIdx.x;
-    r->thread = threadIdx.x;
-    r->a = site.a;
-    r->b = site.b;
-    r->m_tile = site.m_tile;
-    r->n_tile = site.n_tile;
-    r->waited_ns = waited_ns;
-    r->limit_ns = p.wait_limit_ns * site.bound;
-    __threadfence_system();  // the fields before the state that tells the host they are there
-    r->state = 1u;
-    __threadfence_system();
+  volatile StallReport* r = p.stall;
+  if (atomicCAS(p.ready_flags + kStallClaim, 0u, 1u) == 0u) {
+    if (r != nullptr) {
+      r->kind = static_cast<uint32_t>(site.kind);
+      r->block = blockIdx.x;
+      r->thread = threadIdx.x;
+      r->a = site.a;
+      r->b = site.b;
+      r->m_tile = site.m_tile;
+      r->n_tile = site.n_tile;
+      r->waited_ns = waited_ns;
+      r->limit_ns = p.wait_limit_ns * site.bound;
+      __threadfence_system();  // the fields before the state that tells the host they are there
+      r->state = 1u;
+      __threadfence_system();
+    }
+  } else if (r != nullptr) {
+    // Others give up at about the same time: a trap of theirs would end the grid before the
+    // winner's report reaches host memory. Wait for it (1 s at most), then trap.
+    const uint64_t t0 = ptx::GlobalTimerNs();
+    while (r->state != 1u && ptx::GlobalTimerNs() - t0 < 1000000000ull) __nanosleep(1000);
   }
   __trap();
 }

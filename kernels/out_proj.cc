@@ -25,6 +25,7 @@
 #include "kernels/params.h"
 #include "kernels/ready_flags.h"  // ReadyFlagWords
 #include "kernels/stall.h"
+#include "kernels/stall_host.h"
 #include "kernels/tiles.h"
 
 namespace h3 {
@@ -168,59 +169,11 @@ absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelB
   return ctas;
 }
 
-// The bound of every wait in the kernel (kernels/stall.h), from MINIMAX_H3_NVFP4_WAIT_LIMIT_MS
-// (read once) or the build's default: 10 s where assertions are on, 60 s in release builds, far
-// above any wait of a correct run (a stage is microseconds; the longest wait, a first tile's
-// k-chunk behind the quantizers of the first wave, is a fraction of one call).
-absl::StatusOr<uint64_t> WaitLimitNs() {
-  static const absl::StatusOr<uint64_t> limit = []() -> absl::StatusOr<uint64_t> {
-#ifdef NDEBUG
-    int64_t ms = 60000;
-#else
-    int64_t ms = 10000;
-#endif
-    if (const char* env = std::getenv("MINIMAX_H3_NVFP4_WAIT_LIMIT_MS"); env != nullptr) {
-      if (!absl::SimpleAtoi(env, &ms) || ms < 1 || ms > 86400000) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "minimax_h3_nvfp4_out_proj: the environment variable MINIMAX_H3_NVFP4_WAIT_LIMIT_MS "
-            "must be milliseconds in [1, 86400000], got '%s'",
-            env));
-      }
-    }
-    return static_cast<uint64_t>(ms) * 1000000u;
-  }();
-  return limit;
-}
-
-// The current context's stall report (kernels/stall.h): host-mapped pinned memory, readable after
-// the kernel traps and the context is lost. Allocated on the first call of a context that is not
-// being captured (an allocation would break the capture); null until then, and the waits stay
-// bounded without a report.
-kernels::StallReport* StallReportOf(unsigned long long ctx, cudaStream_t stream, bool allocate) {
-  static std::mutex mu;
-  static auto* reports = new std::map<unsigned long long, kernels::StallReport*>();
-  std::lock_guard<std::mutex> lock(mu);
-  kernels::StallReport*& r = (*reports)[ctx];
-  if (r != nullptr || !allocate) return r;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
-      capture != cudaStreamCaptureStatusNone) {
-    return nullptr;
-  }
-  void* host = nullptr;
-  if (cudaHostAlloc(&host, sizeof(kernels::StallReport), cudaHostAllocMapped) != cudaSuccess) {
-    return nullptr;
-  }
-  std::memset(host, 0, sizeof(kernels::StallReport));
-  r = static_cast<kernels::StallReport*>(host);  // UVA: the same address on the device
-  return r;
-}
-
 // The stall report of the current context, if a kernel wrote one.
 std::string StallMessageOfCurrentContext() {
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return "";
-  const kernels::StallReport* r = StallReportOf(*ctx, nullptr, /*allocate=*/false);
+  const kernels::StallReport* r = kernels::StallReportOf(*ctx, nullptr, /*allocate=*/false);
   if (r == nullptr) return "";
   const volatile kernels::StallReport* v = r;
   if (v->state != 1u) return "";
@@ -350,11 +303,11 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   const OutProjTile tile = FindOutProjTile(args.tile)->tile;  // kAuto resolved
   absl::StatusOr<int> resident_ctas = ResidentCtas(kernels, kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
-  absl::StatusOr<uint64_t> wait_limit = WaitLimitNs();
+  absl::StatusOr<uint64_t> wait_limit = kernels::WaitLimitNs();
   if (!wait_limit.ok()) return wait_limit.status();
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
   if (!ctx.ok()) return ctx.status();
-  kernels::StallReport* stall = StallReportOf(*ctx, stream, /*allocate=*/true);
+  kernels::StallReport* stall = kernels::StallReportOf(*ctx, stream, /*allocate=*/true);
 
   if (mode == CheckMode::kChecked) {
     // Checked mode reads the scales back and synchronizes: illegal inside a capture, where it

@@ -15,7 +15,9 @@
 // stream-ordered (cudaMallocAsync / cudaFreeAsync on `stream`); either way the op zeroes it with
 // cudaMemsetAsync on `stream` before the launch. Nothing is shared between calls, so calls on
 // different streams may run concurrently, and every call - the first in a process included - may
-// be captured into a CUDA graph: nothing in kAsync mode synchronizes or allocates synchronously.
+// be captured into a CUDA graph: nothing in kAsync mode synchronizes, and the one synchronous
+// allocation (a context's stall report, kernels/stall_host.h) is never made while `stream` is
+// captured and runs in relaxed capture mode, invisible to captures on other threads.
 // A caller-provided workspace must not be used by two calls that may run at the same time.
 
 #include <cuda_runtime.h>

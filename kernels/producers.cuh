@@ -75,7 +75,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
       for (int d = 0; d < kBlocksInFlight; ++d) {
         const int i = i0 + 32 * d;
         if (i < total) {
-          Variant::Pause(PauseSite::kQuantizerBlock, u);
+          Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(i));
           const int64_t row = w.row0 + i / nb;
           const int b = b_begin + i % nb;
           QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,

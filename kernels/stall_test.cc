@@ -45,7 +45,8 @@ TEST(BoundedWaits, NeverPublishedFlagEndsInAnError) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("the kernel gave up waiting"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("(the load warp)"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("the ready flag of k-chunk"));
-  EXPECT_LT(seconds, 10.0) << "the bound is 0.2 s (x1 for the load warp)";
+  // The load warp's bound is 0.2 s (x1); the rest is the launch, the report and the trap.
+  EXPECT_LT(seconds, 3.0);
   const absl::Status again = OutProjStallStatus();
   EXPECT_THAT(std::string(again.message()), HasSubstr("the ready flag of k-chunk")) << again;
 }

@@ -9,7 +9,8 @@
 // Adding a config: define its OutProjConfig in config.cuh (its static_asserts check the shared-
 // memory budget and the pipeline), add one H3_OUT_PROJ_TILE line below with a fresh code (codes
 // are ABI: never reuse one), and run the GPU tests, which cover every registered config. The
-// first line is what "auto" picks.
+// first line is what kAuto runs in C++ and the tools; Python's tile="auto" first looks at the
+// tuning cache and a small-M heuristic (python/minimax_h3_nvfp4/tuning.py), then falls back to it.
 //
 //   X(enumerator, code, name, config type in h3::kernels, what it is)
 #define H3_OUT_PROJ_TILES(X)                                                                    \

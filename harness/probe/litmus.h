@@ -20,7 +20,7 @@ struct LitmusCounts {
   // Variant v: bit 0 = the writer's fence.proxy.async.global before its release, bit 1 = the
   // reader's after its acquire (3: the product's protocol, 0: neither fence).
   std::array<uint64_t, 4> stale_words{};
-  std::array<uint64_t, 4> timeouts{};  // pairs that gave up waiting (1 s): the run is void
+  std::array<uint64_t, 4> timeouts{};  // CTAs that gave up waiting (1 s): the variant is void
 };
 
 }  // namespace h3::probe

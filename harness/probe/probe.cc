@@ -144,11 +144,13 @@ std::string LitmusMeasurement(const LitmusCounts& l) {
   const char* names[4] = {"no fence", "writer fence only", "reader fence only",
                           "both fences (the product)"};
   std::vector<std::string> parts;
+  uint64_t timeouts = 0;
   for (int v = 3; v >= 0; --v) {
     parts.push_back(absl::StrFormat("%s %d stale words%s", names[v], l.stale_words[v],
-                                    l.timeouts[v] ? absl::StrFormat(" (%d pairs timed out)",
+                                    l.timeouts[v] ? absl::StrFormat(" (%d CTAs timed out)",
                                                                     l.timeouts[v])
                                                   : ""));
+    timeouts += l.timeouts[v];
   }
   const bool race = l.stale_words[0] + l.stale_words[1] + l.stale_words[2] > 0;
   return absl::StrFormat(
@@ -157,9 +159,10 @@ std::string LitmusMeasurement(const LitmusCounts& l) {
       l.pairs, l.rounds, absl::StrJoin(parts, ", "),
       l.stale_words[3] > 0 ? "STALE READS EVEN WITH BOTH FENCES: the ready-flag protocol is "
                              "broken on this device"
-      : race ? "this device reads stale data without the fences: they are needed (and present)"
-             : "no stale read in any variant: this device does not show the race the fences "
-               "close (they stay)");
+      : race     ? "this device reads stale data without the fences: they are needed (and present)"
+      : timeouts ? "VOID: CTAs timed out (not all resident?), no conclusion"
+                 : "no stale read in any variant: this device does not show the race the fences "
+                   "close (they stay)");
 }
 
 }  // namespace
@@ -217,6 +220,7 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
   rep.layout_ok = bad[0].empty();
   rep.precision_ok = bad[1].empty();
   rep.conversion_ok = bad[2].empty();
+  rep.protocol_broken = results.litmus.ran && results.litmus.stale_words[3] > 0;
   std::vector<std::string> v;
   if (!rep.layout_ok) {
     v.push_back(absl::StrCat("LAYOUT BUG in ", absl::StrJoin(bad[0], ", "),
@@ -244,6 +248,11 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
     v.push_back(
         absl::StrCat("E2M1 CONVERSION DIFFERENCE in Arch::E2m1Byte (section 2): act_q "
                      "will differ from the emulator"));
+  }
+  if (rep.protocol_broken) {
+    v.push_back(
+        "READY-FLAG PROTOCOL BROKEN: the proxy-fence litmus read stale data with both fences in "
+        "place (kernels/ready_flags.h); results of the fused kernel cannot be trusted here");
   }
   if (v.empty()) {
     v.push_back(
@@ -315,6 +324,7 @@ std::string ReportJson(const Report& r) {
       {"layout_ok", r.layout_ok},
       {"precision_ok", r.precision_ok},
       {"conversion_ok", r.conversion_ok},
+      {"protocol_broken", r.protocol_broken},
       {"passed", r.passed()},
       {"verdict", r.verdict},
       {"groups", groups},

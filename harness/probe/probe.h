@@ -152,8 +152,10 @@ struct Report {
   std::vector<GroupResult> groups;
   std::vector<std::string> measurements;  // observations, never pass/fail
   bool layout_ok = true, precision_ok = true, conversion_ok = true;
+  // The proxy-fence litmus read stale data with both fences (the product's protocol) in place.
+  bool protocol_broken = false;
   std::string verdict;  // one paragraph
-  bool passed() const { return layout_ok && precision_ok && conversion_ok; }
+  bool passed() const { return layout_ok && precision_ok && conversion_ok && !protocol_broken; }
 };
 
 struct JudgeOptions {

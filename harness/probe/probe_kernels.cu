@@ -1,5 +1,6 @@
 #include "harness/probe/probe_kernels.cuh"
 #include "kernels/arch.cuh"
+#include "kernels/ptx.cuh"
 #include "kernels/quantize.cuh"
 
 namespace h3::probe {
@@ -57,8 +58,9 @@ __global__ void BuildInfoKernel(int* info) {
 // buffer with generic stores and releases a flag; CTA 2i+1 acquires it, then reads the buffer
 // with cp.async.bulk (the async proxy, as the load warp's TMA does) and counts words that are
 // not this round's. Variant bit 0: the writer's fence.proxy.async.global before its release;
-// bit 1: the reader's after its acquire (the product has both). Spins are bounded: a timeout
-// counts as a failure, never a hang.
+// bit 1: the reader's after its acquire (the product has both). The flags count rounds with
+// red.release.gpu.add and are read with ld.acquire.gpu, as ready_flags.h does. Spins are
+// bounded (1 s): a flag timeout is counted (the run is void), a copy that never lands traps.
 constexpr int kLitmusWords = 256;
 
 __device__ __forceinline__ uint32_t LitmusWord(uint32_t pair, uint32_t round, uint32_t w) {
@@ -68,24 +70,12 @@ __device__ __forceinline__ uint32_t LitmusWord(uint32_t pair, uint32_t round, ui
   return x ^ (x >> 12);
 }
 
-__device__ __forceinline__ uint32_t LdAcquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void StRelease(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t NowNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 // Thread 0: until *flag >= want, or 1 s; false on the timeout.
 __device__ __forceinline__ bool AwaitFlag(const uint32_t* flag, uint32_t want) {
-  const uint64_t t0 = NowNs();
-  while (LdAcquire(flag) < want) {
-    if (NowNs() - t0 > 1000000000ull) return false;
+  namespace ptx = h3::kernels::ptx;
+  const uint64_t t0 = ptx::GlobalTimerNs();
+  while (ptx::LdAcquireGpu(flag) < want) {
+    if (ptx::GlobalTimerNs() - t0 > 1000000000ull) return false;
   }
   return true;
 }
@@ -122,7 +112,8 @@ __global__ void __launch_bounds__(128) ProxyLitmusKernel(uint32_t* buf, uint32_t
       if (variant & 1) asm volatile("fence.proxy.async.global;" ::: "memory");
       __threadfence();
       __syncthreads();
-      if (threadIdx.x == 0) StRelease(ready, r + 1);
+      // As PublishUnit: one red.release.gpu.add per round (the flag counts rounds).
+      if (threadIdx.x == 0) h3::kernels::ptx::RedReleaseGpuAdd(ready, 1u);
     } else {
       if (threadIdx.x == 0) {
         if (variant & 2) asm volatile("fence.proxy.async.global;" ::: "memory");
@@ -135,14 +126,13 @@ __global__ void __launch_bounds__(128) ProxyLitmusKernel(uint32_t* buf, uint32_t
             "l"(data), "r"(kLitmusWords * 4), "r"(bar_addr)
             : "memory");
       }
-      uint32_t got = 0;  // every thread waits for the phase: the copy's bytes are then visible
-      while (!got) {
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            " selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(got)
-            : "r"(bar_addr), "r"(static_cast<uint32_t>(r & 1))
-            : "memory");
+      // Every thread waits for the phase (the copy's bytes are then visible), 1 s at most.
+      const uint64_t t0 = h3::kernels::ptx::GlobalTimerNs();
+      while (!h3::kernels::ptx::MbarTryWait(&bar, static_cast<uint32_t>(r & 1))) {
+        if (h3::kernels::ptx::GlobalTimerNs() - t0 > 1000000000ull) {
+          if (threadIdx.x == 0) atomicAdd(timeouts, 1ull);
+          __trap();  // a bulk copy that never completes: the probe reports the launch error
+        }
       }
       unsigned long long bad = 0;
       for (int w = threadIdx.x; w < kLitmusWords; w += blockDim.x) {
@@ -150,7 +140,7 @@ __global__ void __launch_bounds__(128) ProxyLitmusKernel(uint32_t* buf, uint32_t
       }
       if (bad) atomicAdd(mismatches, bad);
       __syncthreads();
-      if (threadIdx.x == 0) StRelease(done, r + 1);
+      if (threadIdx.x == 0) h3::kernels::ptx::RedReleaseGpuAdd(done, 1u);
     }
   }
 }

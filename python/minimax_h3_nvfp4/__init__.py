@@ -14,7 +14,7 @@ the command line. The contract, to the bit: docs/contract.md of the source tree.
 from . import bf16
 from . import calibration
 from .diffusion_ops import (backend_name, minimax_h3_nvfp4_out_proj,
-                            quantize_minimax_h3_o_weight_nvfp4)
+                            quantize_minimax_h3_o_weight_nvfp4, stall_report)
 
 # The project's version: core/version.h (H3_VERSION) says the same; api_test checks it, and the
 # wheel builder (python/wheel.py) refuses to build when they differ.
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 # where torch is importable, so that `from minimax_h3_nvfp4 import *` works without it.
 _TORCH_NAMES = ("MiniMaxH3NVFP4OutProj", "NVFP4GatedResidualLinear")
 
-__all__ = ["backend_name", "bf16", "calibration", "library_path",
+__all__ = ["backend_name", "bf16", "calibration", "library_path", "stall_report",
            "minimax_h3_nvfp4_out_proj", "quantize_minimax_h3_o_weight_nvfp4", "tune"]
 
 

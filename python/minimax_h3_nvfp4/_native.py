@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 4
+CAPI_VERSION = 5
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -118,6 +118,8 @@ def lib():
                 "from different builds; reinstall)" % (path, got, CAPI_VERSION))
         l.h3_version.restype = ctypes.c_char_p
         l.h3_version.argtypes = []
+        l.h3_stall_message.restype = ctypes.c_char_p
+        l.h3_stall_message.argtypes = []
         l.h3_device_count.restype = ctypes.c_int32
         l.h3_device_count.argtypes = [ctypes.POINTER(ctypes.c_int32)]
         l.h3_device_properties.restype = ctypes.c_int32

@@ -57,6 +57,7 @@ class _Problem:
             _FALLBACK_L2_BYTES
         self.copies = max(2, min(32, math.ceil(2 * l2 / max(per_set, 1))))
         self.m, self.n, self.k = m, n, k
+        self.dev = dev  # timing runs with it current: events and streams on the op's device
         self.w_bf16 = [w.to(dev) for _ in range(self.copies)]
         self.q = [q.to(dev) for _ in range(self.copies)]
         self.sf = [sf.to(dev) for _ in range(self.copies)]
@@ -85,6 +86,11 @@ class _Problem:
 
 def device_ms(torch, problem, fn, reps):
     """Median over `reps` batches of one call per input copy, ms per call (CUDA events)."""
+    with torch.cuda.device(problem.dev):
+        return _device_ms(torch, problem, fn, reps)
+
+
+def _device_ms(torch, problem, fn, reps):
     for i in range(problem.copies):  # warm-up: first-use costs, caches, the clocks
         fn(i)
     torch.cuda.synchronize()
@@ -103,6 +109,11 @@ def device_ms(torch, problem, fn, reps):
 
 def host_us(torch, problem, fn, calls=300):
     """Host time per call, µs: `calls` calls without synchronization between them."""
+    with torch.cuda.device(problem.dev):
+        return _host_us(torch, problem, fn, calls)
+
+
+def _host_us(torch, problem, fn, calls):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for j in range(calls):

@@ -45,7 +45,8 @@ try:
 except ImportError:  # NumPy-only machines: the emulator backend alone
     _torch = None
 
-__all__ = ["minimax_h3_nvfp4_out_proj", "quantize_minimax_h3_o_weight_nvfp4", "backend_name"]
+__all__ = ["minimax_h3_nvfp4_out_proj", "quantize_minimax_h3_o_weight_nvfp4", "backend_name",
+           "stall_report"]
 
 _OP = "minimax_h3_nvfp4_out_proj"
 _QUANTIZER = "quantize_minimax_h3_o_weight_nvfp4"
@@ -111,6 +112,17 @@ def backend_name(device=None, sm90_emulation="faithful"):
     buf = ctypes.create_string_buffer(512)
     _native.check(_native.lib().h3_backend_name(index, code, buf, len(buf)))
     return buf.value.decode()
+
+
+def stall_report():
+    """Why the op's kernel gave up waiting on the current CUDA device, or None.
+
+    Every wait in the kernel is bounded (MINIMAX_H3_NVFP4_WAIT_LIMIT_MS, default 60 s): instead
+    of hanging, the kernel records which CTA, warp role, tile and barrier or ready flag it waited
+    on and traps. torch then raises a CUDA launch failure at its next synchronization; call this
+    afterwards for the record (e.g. to paste into a bug report)."""
+    msg = _native.lib().h3_stall_message().decode("utf-8", "replace")
+    return msg or None
 
 
 # ---- NumPy: the emulator ------------------------------------------------------------------------

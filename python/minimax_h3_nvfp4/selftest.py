@@ -144,8 +144,8 @@ def run(out, err):
                         "this interpreter (the GPU path runs on torch tensors)" % count)
         else:
             for i in range(count):
-                print("selftest: cuda:%d: %s" % (i, backend_name(i)), file=err)
                 try:
+                    print("selftest: cuda:%d: %s" % (i, backend_name(i)), file=err)
                     results += check_gpu(cases, i, torch)
                 except (RuntimeError, ValueError) as e:
                     results.append(("cuda:%d" % i, "%s: %s" % (type(e).__name__, e)))

@@ -355,6 +355,13 @@ int32_t h3_tile_code(int32_t index) {
 
 const char* h3_last_error(void) { return h3::capi::LastError(); }
 
+const char* h3_stall_message(void) {
+  thread_local std::string message;
+  const absl::Status s = h3::OutProjStallStatus();
+  message = s.ok() ? "" : std::string(s.message());
+  return message.c_str();
+}
+
 int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream) {
   return Done(RunGpu(args, stream));
 }

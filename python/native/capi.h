@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 4
+#define H3_CAPI_VERSION 5
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -79,6 +79,12 @@ const char* h3_version(void);
 
 /* The message of this thread's last failed call ("" if none). */
 const char* h3_last_error(void);
+
+/* Why the current CUDA context's kernel gave up waiting (kernels/stall.h: CTA, warp role, tile,
+ * barrier or ready flag), "" when it has not. A GPU call runs asynchronously: after a kernel
+ * fault shows at the caller's next synchronization, this says which wait timed out.
+ * Thread-local, valid until the thread's next call. */
+const char* h3_stall_message(void);
 
 /* The fused op on `stream` (a cudaStream_t / CUstream; NULL = the legacy default stream). */
 int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream);

@@ -488,6 +488,10 @@ class ErrorTest(unittest.TestCase):
                                     r"2688/amax overflow f32"):  # OutOfRange -> ValueError
             quantize_minimax_h3_o_weight_nvfp4(np.full((4, 64), 1e-38, np.float32))
 
+    def test_stall_report_none_without_a_stall(self):
+        # Nothing gave up waiting in this process (and here there may be no GPU at all).
+        self.assertIsNone(minimax_h3_nvfp4.stall_report())
+
     def test_gpu_backend_name(self):
         # Without a driver (no /dev/nvidiactl): said plainly, not CUDA's "driver version is
         # insufficient"; with one, the build's name or why the device is not supported.
