@@ -106,7 +106,8 @@ TEST_P(StressTest, GridOneAndOneQuantizerGiveTheProductsBits) {
 }
 
 // Another stream's kernel holds all SMs but two for 300 ms: the fused kernel's grid (sized for
-// every SM) starts on two, its other CTAs only when the occupier ends; only CTA 0 quantizes.
+// every SM) runs on the two free ones, a CTA starting only when another has finished; only CTA 0
+// quantizes.
 TEST_P(StressTest, BesideAKernelThatHoldsAllButTwoSms) {
   H3_SKIP_WITHOUT_GPU();
   const Case& c = GetParam();
@@ -124,8 +125,24 @@ TEST_P(StressTest, BesideAKernelThatHoldsAllButTwoSms) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_TRUE(testbed::Poison(*d).ok());
-  // Most of an SM's shared memory per occupier CTA: no fused CTA (~96 KiB) fits beside one.
-  ASSERT_EQ(kernels::LaunchOccupier(sms - 2, optin - 8 * 1024, 300000000ull, other), cudaSuccess);
+  const int occupiers = sms - 2;
+  void* started_host = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&started_host, occupiers * sizeof(uint32_t), cudaHostAllocMapped),
+            cudaSuccess);
+  volatile uint32_t* started = static_cast<volatile uint32_t*>(started_host);
+  for (int i = 0; i < occupiers; ++i) started[i] = 0;
+  // Most of an SM's shared memory per occupier CTA: no fused CTA (~96 KiB) fits beside one. The
+  // fused kernel is launched once every occupier CTA runs (each sets its flag), within 2 s.
+  ASSERT_EQ(kernels::LaunchOccupier(occupiers, optin - 8 * 1024, 300000000ull, other, started),
+            cudaSuccess);
+  const auto wait0 = std::chrono::steady_clock::now();
+  int up = 0;
+  while (up < occupiers &&
+         std::chrono::steady_clock::now() - wait0 < std::chrono::seconds(2)) {
+    up = 0;
+    for (int i = 0; i < occupiers; ++i) up += started[i] == 1u;
+  }
+  ASSERT_EQ(up, occupiers) << "occupier CTAs running after 2 s";
   const auto t0 = std::chrono::steady_clock::now();
   const absl::Status st = internal::RunOutProj(testbed::ArgsFor(*d), mine, CheckMode::kChecked,
                                                kernels::StressKernels(
@@ -135,15 +152,14 @@ TEST_P(StressTest, BesideAKernelThatHoldsAllButTwoSms) {
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
   ASSERT_TRUE(st.ok()) << st;
   std::printf("%s beside a %d-SM occupier: %.1f ms\n", c.name, sms - 2, ms);
-  // The squeeze happened: with more CTAs than the two free SMs hold, the fused kernel cannot end
-  // before the occupier frees its SMs (CTA 0, the one quantizer, is among the resident ones).
-  const int64_t ctas = (c.m + 127) / 128 * ((c.n + 255) / 256);  // the default 128 x 256 tile
-  if (ctas > 2) {
-    EXPECT_GT(ms, 200.0) << "the occupier did not hold the SMs";
-  }
+  // Every occupier CTA ran before the launch and runs 300 ms: a fused kernel that ends sooner ran
+  // on the two free SMs alone, its other CTAs started only as earlier ones finished - the
+  // progress argument of ready_flags.h (whichever CTAs are resident finish every m-tile).
+  EXPECT_LT(ms, 250.0) << "the fused kernel waited for the occupier's SMs";
   ExpectSame(Read(*d), want, std::string(c.name) + " beside an occupier");
   cudaStreamDestroy(mine);
   cudaStreamDestroy(other);
+  cudaFreeHost(started_host);
 }
 
 INSTANTIATE_TEST_SUITE_P(TightCases, StressTest, ::testing::ValuesIn(kCases),

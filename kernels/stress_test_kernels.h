@@ -21,8 +21,10 @@ enum class StressMode {
 const KernelSet& StressKernels(StressMode mode);
 
 // `ctas` CTAs of `smem_bytes` dynamic shared memory each (one per SM when large), each spinning
-// for `ns` nanoseconds of %globaltimer, on `stream`.
-cudaError_t LaunchOccupier(int ctas, int smem_bytes, uint64_t ns, cudaStream_t stream);
+// for `ns` nanoseconds of %globaltimer, on `stream`; CTA i sets started[i] (host-mapped) to 1
+// when it runs.
+cudaError_t LaunchOccupier(int ctas, int smem_bytes, uint64_t ns, cudaStream_t stream,
+                           volatile uint32_t* started);
 
 }  // namespace h3::kernels
 
