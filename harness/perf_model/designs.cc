@@ -11,7 +11,7 @@
 namespace h3::perf_model {
 
 Design V1Design() {
-  // The kernel before session 8's pipeline change (Sm120Config = OutProjConfig<2, 101376>):
+  // The first kernel's pipeline, 2 stages of BK = 256 (Sm120Config = OutProjConfig<2, 101376>):
   // kBM = kBN = 128, kBK = 256, kStages = 2, kWarpsM x kWarpsN = 2 x 4 (64 x 32 warp tiles),
   // kLoadWarp + 3 kQuantWarps, 384 threads, __launch_bounds__(384, 1) -> 168 registers (ptxas: 168,
   // 0 spills), kQuantRows = 4; out_proj_kernel.cuh: QuantizerLoop kDepth = 4, m-tile-major static
@@ -64,7 +64,7 @@ Design Current128Design() {
 
 Design CurrentLockstepDesign() {
   // kernels/config.cuh Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
-  // (OutProjTile::k128x256Lockstep, the default until session 11): 3 stages of BK = 128, 2 x 4
+  // (tiles.h's 128x256_lockstep; the default before the skewed groups): 3 stages of BK = 128, 2 x 4
   // warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows
   // quantized k-chunk by k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue
   // as in Current128Design.

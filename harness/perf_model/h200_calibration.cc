@@ -81,7 +81,7 @@ void PrintH200Calibration(const Hardware& h) {
   {
     // Session 10's measurements timed the lockstep tile: its epilogue, not the skewed one's.
     const Design lock = CurrentLockstepDesign();
-    Design serial = lock;  // the epilogue before session 10: one DRAM round trip per fragment row
+    Design serial = lock;  // the first epilogue: one DRAM round trip per fragment row
     serial.epilogue = Epilogue::kSerialDram;
     serial.epilogue_instr_per_pair = 36;
     serial.epilogue_access_bytes = 4;

@@ -15,7 +15,7 @@ const char kChipsAndCheese[] = "Chips and Cheese, 'Blackwell: Nvidia's Massive G
 const char kSassQuant120[] =
     "SASS count of QuantizeNvfp4Kernel's hot path (LDG..STG) when os was computed per block, "
     "as the fused kernel's quantizer still does, sm_120a, nvcc 13.0 + cuobjdump on the H200, "
-    "2026-11-30 (the standalone kernel's os table path: 206, sm_120f, session 10)";
+    "2026-11-30 (the standalone kernel's os table path: 206, sm_120f)";
 constexpr double kOmmaFlop = 2.0 * 16 * 8 * 64;  // one mma.m16n8k64
 }  // namespace
 
@@ -77,8 +77,8 @@ Hardware Rtx5090Constants() {
                         true, 25, 45};
   h.single_warp_mma = {0.70,
                        "ASSUMED for SM120: the H200's fused_one_group measured 0.70 / 0.67-0.71 "
-                       "(emulated MMA, NOTES.md session 11); the SASS (issue 18) puts a ~80-"
-                       "instruction address chain and 20 LDS before each stage's first OMMA, on "
+                       "(emulated MMA, NOTES.md \"Measuring the skew's assumption\"); the SASS "
+                       "(issue 18) puts a ~80-instruction address chain and 20 LDS before each stage's first OMMA, on "
                        "the critical path when one warp issues alone (0.75-0.85 if half of it is "
                        "exposed against 1024 clk of OMMAs). Range 0.5 .. 1.0",
                        true, 0.5, 1.0};
@@ -181,7 +181,7 @@ Hardware H200Constants() {
   h.quant_instr_per_block = {206,
                              "SASS count of QuantizeNvfp4Kernel's fast path per block, sm_90a "
                              "(software e2m1 as a minimum of lines, os table), nvcc 13.0 + "
-                             "cuobjdump on the H200, 2026-11-30 session 10 (was 600)"};
+                             "cuobjdump on the H200, 2026-11-30 (was 600)"};
   h.gemm_anchor_tflops = {0, "no SM120 anchor on Hopper"};
   // The H200 is where the ratio and the hand kernel's efficiency are measured: the model's own.
   h.epilogue_ratio = {1.0, "the model's epilogue as is: the H200 is where the ratio is measured"};

@@ -189,7 +189,7 @@ struct Design {
 // belongs in a target that can see both.
 Design CurrentDesign();
 // The same tile with both consumer warpgroups in step (kernels/config.cuh Sm120ConfigLockstep):
-// the default before the skew, and what the H200 epilogue measurements of session 10 timed.
+// the default before the skew, and what the H200 epilogue measurements of 2026-11-30 timed.
 Design CurrentLockstepDesign();
 // The alternative tile of today's kernel (kernels/config.cuh Sm120Config128).
 Design Current128Design();
