@@ -33,6 +33,7 @@ check out_proj_capture  "$B/out_proj_capture_test"
 check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
 check stress            "$B/stress_test"
+check register_split    "$B/register_split_gpu_test"
 # tools_test runs the tools as <root>/harness/<tool> (the sweep as harness/sweep/sweep) and reads
 # <root>/testdata.
 root=$(mktemp -d); mkdir -p "$root/harness/sweep"

@@ -12,6 +12,7 @@ targets=(
   //harness/bench:timing_variants_test
   //kernels:stall_test
   //kernels:stress_test
+  //kernels:register_split_gpu_test
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op
