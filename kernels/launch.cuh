@@ -213,23 +213,33 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
   return e;
 }
 
-// Every (build, tile) instance of Variant, behind the KernelSet entry points.
+// The registry's dispatch (WithKernel): what the product and most testonly sets launch.
 template <class Variant>
+struct RegistryDispatch {
+  template <class F>
+  static auto With(KernelBuild build, OutProjTile tile, F&& f) {
+    return WithKernel<Variant>(build, tile, f);
+  }
+};
+
+// Every instance Dispatch maps (build, tile) to, behind the KernelSet entry points; Variant's grid
+// cap applies to the launch.
+template <class Variant, class Dispatch = RegistryDispatch<Variant>>
 KernelSet MakeKernelSet() {
   KernelSet set;
   set.configure = [](KernelBuild build, OutProjTile tile, int* resident_ctas,
                      std::string* refusal) {
-    return WithKernel<Variant>(
+    return Dispatch::With(
         build, tile, [&](const auto& k) { return Configure(k, resident_ctas, refusal); });
   };
   set.launch = [](const OutProjParams& p, KernelBuild build, OutProjTile tile, int resident_ctas,
                   cudaStream_t stream, const char** what) {
-    return WithKernel<Variant>(
+    return Dispatch::With(
         build, tile,
         [&](const auto& k) { return Launch<Variant>(k, p, resident_ctas, stream, what); });
   };
   set.smem_bytes = [](KernelBuild build, OutProjTile tile) {
-    return WithKernel<Variant>(build, tile, [](const auto& k) {
+    return Dispatch::With(build, tile, [](const auto& k) {
       return int{std::remove_reference_t<decltype(k)>::kSmemBytes};
     });
   };

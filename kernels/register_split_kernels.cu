@@ -17,36 +17,18 @@ struct OverSplitConfig : Sm120ConfigLockstep {
                 "the split fills the SM exactly");
 };
 
-template <class F>
-auto WithOverSplit(KernelBuild build, F&& f) {
-  using Cfg = OverSplitConfig;
-  if (build == KernelBuild::kSm120Native) {
-    return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, Sm120, Product>));
+// Every (build, tile) runs the over-split config with the build's policy.
+struct OverSplitDispatch {
+  template <class F>
+  static auto With(KernelBuild build, OutProjTile, F&& f) {
+    return WithArch<OverSplitConfig, Product>(build, f);
   }
-  return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, sm90::Sm90Emulated, Product>));
-}
+};
 
 }  // namespace
 
 const KernelSet& OverSplitKernels() {
-  static const KernelSet set = [] {
-    KernelSet s;
-    s.configure = [](KernelBuild build, OutProjTile, int* resident_ctas, std::string* refusal) {
-      return WithOverSplit(build,
-                           [&](const auto& k) { return Configure(k, resident_ctas, refusal); });
-    };
-    s.launch = [](const OutProjParams& p, KernelBuild build, OutProjTile, int resident_ctas,
-                  cudaStream_t stream, const char** what) {
-      return WithOverSplit(build, [&](const auto& k) {
-        return Launch<Product>(k, p, resident_ctas, stream, what);
-      });
-    };
-    s.smem_bytes = [](KernelBuild build, OutProjTile) {
-      return WithOverSplit(
-          build, [](const auto& k) { return int{std::remove_reference_t<decltype(k)>::kSmemBytes}; });
-    };
-    return s;
-  }();
+  static const KernelSet set = MakeKernelSet<Product, OverSplitDispatch>();
   return set;
 }
 
