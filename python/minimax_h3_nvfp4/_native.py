@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 5
+CAPI_VERSION = 6
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -145,6 +145,11 @@ def lib():
         l.h3_quantize_weight_cpu.argtypes = [
             ctypes.POINTER(H3Array), ctypes.c_int32, ctypes.POINTER(H3Array),
             ctypes.POINTER(H3Array), ctypes.POINTER(ctypes.c_float)]
+        l.h3_quantize_weight_gpu.restype = ctypes.c_int32
+        l.h3_quantize_weight_gpu.argtypes = [
+            ctypes.POINTER(H3Array), ctypes.c_int32, ctypes.POINTER(H3Array),
+            ctypes.POINTER(H3Array), ctypes.POINTER(ctypes.c_float), ctypes.c_int32,
+            ctypes.c_void_p]
         l.h3_out_envelope_cpu.restype = ctypes.c_int32
         l.h3_out_envelope_cpu.argtypes = [
             ctypes.POINTER(H3OutProjArgs), ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,

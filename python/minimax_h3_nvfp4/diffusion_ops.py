@@ -330,8 +330,29 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     raise TypeError(_msg(_OP, "attn_out", "a torch.Tensor or a numpy.ndarray", _kind_of(attn_out)))
 
 
+def _quantize_weight_cuda(weight, is_f32):
+    """The GPU quantizer on a CUDA weight: outputs on its device, w_gs as a [1] tensor there."""
+    _check_rank2(_QUANTIZER, "weight", tuple(weight.shape), "[N, K]")
+    n, k = weight.shape
+    w = weight.detach()
+    if not w.is_contiguous() or w.data_ptr() % 16 != 0:
+        w = w.clone(memory_format=_torch.contiguous_format)  # a fresh, aligned copy
+    dev = w.device
+    q = _torch.empty((n, k // 2), dtype=_torch.uint8, device=dev)
+    sf = _torch.empty(_sf_shape(n, k), dtype=_torch.uint8, device=dev)
+    gs = ctypes.c_float(0.0)
+    wa, qa, sfa = (_native.make_array(x.data_ptr(), x.shape) for x in (w, q, sf))
+    stream = _torch.cuda.current_stream(dev).cuda_stream
+    _native.check(_native.lib().h3_quantize_weight_gpu(
+        ctypes.byref(wa), 1 if is_f32 else 0, ctypes.byref(qa), ctypes.byref(sfa),
+        ctypes.byref(gs), dev.index if dev.index is not None else -1, stream))
+    return q, sf, _torch.tensor([gs.value], dtype=_torch.float32, device=dev)
+
+
 def quantize_minimax_h3_o_weight_nvfp4(weight):
-    """Quantizes the out-projection weight (contract section 5), once, on the CPU.
+    """Quantizes the out-projection weight (contract section 5), once: a CUDA tensor on its GPU
+    (kernels/weight_quant.h, on the current stream, which it synchronizes once), anything else
+    on the CPU; both give the same bytes.
 
     Args:
       weight: [N, K] bf16 or float32 (nn.Linear(7168, 5376).weight: [5376, 7168]), every value
@@ -346,6 +367,8 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
         patterns or ml_dtypes.bfloat16) or float32.
       ValueError: weight is not 2-D, K is not a positive multiple of 16, a value is not finite,
         or the global scale 2688 / amax would overflow float32.
+      RuntimeError (CUDA weights): a CUDA error, an unsupported GPU, the current stream being
+        captured.
     """
     is_torch = _torch is not None and isinstance(weight, _torch.Tensor)
     if is_torch:
@@ -353,6 +376,8 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
             raise TypeError(_msg(_QUANTIZER, "weight", "a bfloat16 or float32 tensor",
                                  str(weight.dtype)))
         is_f32 = weight.dtype == _torch.float32
+        if weight.is_cuda:
+            return _quantize_weight_cuda(weight, is_f32)
         host = weight.detach().to("cpu").contiguous()
         if not is_f32:
             host = host.view(_torch.int16)

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 5
+#define H3_CAPI_VERSION 6
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -131,6 +131,14 @@ int32_t h3_device_properties(int32_t device, H3DeviceProperties* props);
  * patterns, or f32 when weight_is_f32), q [N, K/2], sf h3_swizzled_scale_bytes(N, K) bytes. */
 int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
                                H3Array* sf, float* global_scale);
+
+/* quantize_minimax_h3_o_weight_nvfp4 on the GPU (kernels/weight_quant.h), the same bytes as
+ * h3_quantize_weight_cpu: weight, q and sf are device memory of `device` (-1: the current one),
+ * weight 16-byte, q 8-byte, sf 4-byte aligned. Runs on `stream` and synchronizes it once (the
+ * global scale comes back to the host, and a non-finite weight or an overflowing scale is an
+ * error before anything is written): not capturable. q and sf are complete in stream order. */
+int32_t h3_quantize_weight_gpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
+                               H3Array* sf, float* global_scale, int32_t device, void* stream);
 
 /* The contract's set of admissible `out` values (section 8; emulator/check.h ComputeOutEnvelope)
  * for the rows `rows[0..nrows)` (nrows == 0: all M rows), host memory: lo, hi [rows, N] bf16 bit

@@ -488,6 +488,45 @@ class ErrorTest(unittest.TestCase):
                                     r"2688/amax overflow f32"):  # OutOfRange -> ValueError
             quantize_minimax_h3_o_weight_nvfp4(np.full((4, 64), 1e-38, np.float32))
 
+    def test_gpu_quantizer_shape_errors_without_cuda(self):
+        # h3_quantize_weight_gpu checks shapes and pointers before any CUDA call: these fail
+        # the same way on a machine without a GPU (the pointers are never dereferenced).
+        import ctypes
+        from minimax_h3_nvfp4 import _native
+        lib = _native.lib()
+
+        def call(w_shape, q_shape, sf_shape, is_f32=0, w_ptr=0x100000, q_ptr=0x200000,
+                 sf_ptr=0x300000):
+            w, q, sf = (_native.make_array(p, sh) for p, sh in
+                        ((w_ptr, w_shape), (q_ptr, q_shape), (sf_ptr, sf_shape)))
+            gs = ctypes.c_float(0.0)
+            code = lib.h3_quantize_weight_gpu(ctypes.byref(w), is_f32, ctypes.byref(q),
+                                              ctypes.byref(sf), ctypes.byref(gs), -1, None)
+            return code, lib.h3_last_error().decode()
+
+        f = "quantize_minimax_h3_o_weight_nvfp4: "
+        cases = [
+            ((64,), (4, 32), (128, 4), 0, {}, f + "weight must be 2-D [N, K], got shape [64]"),
+            ((4, 40), (4, 20), (128, 4), 0, {},
+             f + "weight k: expected a positive multiple of 16, got 40"),
+            ((0, 64), (0, 32), (0, 4), 0, {}, f + "weight n: expected >= 1, got 0"),
+            ((4, 64), (4, 16), (128, 4), 0, {},
+             f + "q must have shape [N, K/2] = [4, 32], got [4, 16]"),
+            ((4, 64), (4, 32), (4, 4), 0, {}, f + "sf must be 512 bytes, got 16"),
+            ((4, 64), (4, 32), (128, 4), 2, {},
+             f + "weight_is_f32 must be 0 (bf16) or 1 (f32), got 2"),
+            ((4, 64), (4, 32), (128, 4), 0, {"w_ptr": 0},
+             f + "weight must be a device pointer, got null"),
+            ((4, 64), (4, 32), (128, 4), 1, {"w_ptr": 0x100004},
+             f + "weight must be 16-byte aligned, got address 0x100004"),
+            ((4, 64), (4, 32), (128, 4), 0, {"q_ptr": 0x100100},
+             f + "q must not overlap weight, got [0x100100, 0x100180) and [0x100000, 0x100200)"),
+        ]
+        for w_shape, q_shape, sf_shape, is_f32, ptrs, want in cases:
+            with self.subTest(want):
+                code, msg = call(w_shape, q_shape, sf_shape, is_f32, **ptrs)
+                self.assertEqual((code, msg), (_native.INVALID_ARGUMENT, want))
+
     def test_stall_report_none_without_a_stall(self):
         # Nothing gave up waiting in this process (and here there may be no GPU at all).
         self.assertIsNone(minimax_h3_nvfp4.stall_report())

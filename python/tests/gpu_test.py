@@ -434,6 +434,114 @@ class ModuleTest(unittest.TestCase):
         np.testing.assert_array_equal(bits(gs).view(np.uint32), want.view(np.uint32))
 
 
+def _weight_cases():
+    """(name, [N, K] uint16 bf16 bits or float32) for the weight quantizer, GPU vs CPU."""
+    rng = np.random.default_rng(19)
+
+    def normal(n, k, scale=1.0):
+        return bf16.from_float32((rng.standard_normal((n, k)) * scale).astype(np.float32))
+
+    def finite_bits(n, k):
+        b = rng.integers(0, 1 << 16, (n, k), dtype=np.uint32).astype(np.uint16)
+        return np.where((b & 0x7F80) == 0x7F80, b & 0x807F, b).astype(np.uint16)
+
+    sub = normal(256, 256)
+    blocks = (np.arange(256)[:, None] + np.arange(256)[None, :] // 16) % 2 == 0
+    sub[blocks] = rng.integers(0, 1 << 16, int(blocks.sum())).astype(np.uint16) & 0x807F
+    big = normal(128, 128, 1e30)
+    big[::3, ::5] = 0x7F7F  # the largest finite bf16, both signs
+    big[1::3, 2::5] = 0xFF7F
+    huge = normal(256, 192, 0.01)
+    huge[:, 5::16] = bf16.from_float32(np.full((256, 12), 1e4, np.float32))
+    f32_bits = rng.integers(0, 1 << 32, (129, 48), dtype=np.uint64).astype(np.uint32)
+    f32_bits = np.where((f32_bits & 0x7F800000) == 0x7F800000, f32_bits & 0x807FFFFF, f32_bits)
+    return [
+        ("random normal", normal(5376, 7168, 0.02)),
+        ("zeros", np.zeros((128, 64), np.uint16)),
+        ("all equal", np.full((128, 256), 0x3F00, np.uint16)),
+        ("subnormal blocks", sub),
+        ("largest finite values", big),
+        ("random finite bits", finite_bits(384, 320)),
+        ("one huge value per block", huge),
+        ("smallest legal shape", normal(1, 16)),
+        ("non-square [3, 48]", normal(3, 48)),
+        ("[129, 80]", normal(129, 80)),
+        ("f32 normal", rng.standard_normal((128, 256)).astype(np.float32)),
+        ("f32 random finite bits", f32_bits.view(np.float32)),
+    ]
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class WeightQuantizerTest(unittest.TestCase):
+    """quantize_minimax_h3_o_weight_nvfp4 of a CUDA weight (the GPU quantizer) against the same
+    weight on the CPU: q, sf and the global scale bit for bit; errors alike; its time."""
+
+    def assert_same(self, name, w_cuda):
+        q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w_cuda)
+        for t in (q, sf, gs):
+            self.assertEqual(t.device, w_cuda.device, name)
+        cq, csf, cgs = quantize_minimax_h3_o_weight_nvfp4(w_cuda.cpu())
+        np.testing.assert_array_equal(q.cpu().numpy(), cq.numpy(), err_msg=name + ": codes")
+        np.testing.assert_array_equal(sf.cpu().numpy(), csf.numpy(), err_msg=name + ": scales")
+        self.assertEqual(gs.cpu().numpy().view(np.uint32).tolist(),
+                         cgs.numpy().view(np.uint32).tolist(), name + ": global scale")
+        print("weight quantizer %s %s %s: PASS" % (name, list(w_cuda.shape), w_cuda.dtype),
+              file=sys.stderr)
+
+    def test_bit_identical_to_cpu(self):
+        for name, w in _weight_cases():
+            with self.subTest(name):
+                self.assert_same(name, to_torch(w))
+
+    def test_views_and_streams(self):
+        w = to_torch(bf16.from_float32(np.asarray(
+            np.random.default_rng(5).standard_normal((256, 512)), np.float32)))
+        self.assert_same("transposed view", w.t())
+        self.assert_same("offset view", w.view(-1)[8:8 + 255 * 512].view(255, 512))
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            self.assert_same("side stream", w)
+
+    def test_errors_as_on_the_cpu(self):
+        w = np.full((4, 64), 0x3F80, np.uint16)
+        w[1, 3] = 0x7FC1  # NaN
+        for bad in (w, np.full((4, 64), 1e-38, np.float32)):
+            msgs = []
+            for t in (to_torch(bad), to_torch(bad, "cpu")):
+                with self.assertRaises(ValueError) as cm:
+                    quantize_minimax_h3_o_weight_nvfp4(t)
+                msgs.append(str(cm.exception))
+            self.assertEqual(msgs[0], msgs[1])
+        with self.assertRaisesRegex(ValueError, r"weight k: expected a positive multiple of 16, "
+                                    r"got 40$"):
+            quantize_minimax_h3_o_weight_nvfp4(torch.zeros(4, 40, device=DEV))
+        g = torch.cuda.CUDAGraph()
+        w = torch.ones(128, 64, dtype=torch.bfloat16, device=DEV)
+        with self.assertRaisesRegex(RuntimeError, r"stream must not be capturing"):
+            with torch.cuda.graph(g):
+                quantize_minimax_h3_o_weight_nvfp4(w)
+
+    def test_time_at_minimax_h3_shape(self):
+        import time
+        w = torch.randn(5376, 7168, device=DEV).mul_(0.02).to(torch.bfloat16)
+        times = []
+        for i in range(13):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            quantize_minimax_h3_o_weight_nvfp4(w)
+            torch.cuda.synchronize()
+            if i >= 3:
+                times.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        quantize_minimax_h3_o_weight_nvfp4(w.cpu())
+        cpu_ms = (time.perf_counter() - t0) * 1e3
+        times.sort()
+        print("\nweight quantizer timing [5376, 7168] bf16 CUDA tensor: median %.3f ms (min %.3f, "
+              "max %.3f, %d runs after 3 warm-up); CPU tensor path %.1f ms (one run)"
+              % (times[len(times) // 2], times[0], times[-1], len(times), cpu_ms),
+              file=sys.stderr)
+
+
 @unittest.skipUnless(HAVE_CUDA, "no CUDA device")
 class ErrorTest(unittest.TestCase):
     """Every bad input raises the right class in the C++ wording before anything is written."""

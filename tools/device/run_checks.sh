@@ -34,6 +34,9 @@ check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
 check stress            "$B/stress_test"
 check register_split    "$B/register_split_gpu_test"
+# The GPU weight quantizer against the CPU one, bit for bit (one line per case), and its time.
+check weight_quant      "$B/weight_quant_test"
+grep -E '^weight_quant (timing|.*: FAIL)' "$OUT/weight_quant.log"
 # tools_test runs the tools as <root>/harness/<tool> (the sweep as harness/sweep/sweep) and reads
 # <root>/testdata.
 root=$(mktemp -d); mkdir -p "$root/harness/sweep"
@@ -51,6 +54,11 @@ if [[ ${1:-} != quick ]]; then
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/out_proj_test" --gtest_filter='*m129*:*n128*:*two_tiles_per_cta_faithful*'
+  done
+  # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
+  for tool in memcheck racecheck; do
+    check "sanitizer_weight_quant_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$B/weight_quant_test" --gtest_filter='*BitIdenticalToCpuSmall*:*SameErrors*'
   done
   # The standalone quantizer (persistent, its os table in shared memory).
   for tool in memcheck racecheck; do

@@ -13,6 +13,7 @@ targets=(
   //kernels:stall_test
   //kernels:stress_test
   //kernels:register_split_gpu_test
+  //kernels:weight_quant_test
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op
@@ -31,5 +32,7 @@ done
 cp bazel-bin/kernels/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/ 2>/dev/null ||
   find bazel-bin/kernels -name 'out_proj_launch*.o' -exec cp {} .dev/bin/ \;
 cp bazel-bin/kernels/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o .dev/bin/quantize_kernel.o
+cp bazel-bin/kernels/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
+  .dev/bin/weight_quant_kernel.o
 cp bazel-bin/kernels/*.ptxas.txt .dev/bin/
 ls -la .dev/bin
