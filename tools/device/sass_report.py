@@ -29,6 +29,8 @@ LEGEND = """\
 #   MMA      opcodes matching the MMA pattern; NOP: NOP
 #   uniform  uniform-datapath ops: opcodes starting with U (UIADD3, UMOV, ULEA, ULOP3, USHF, ...);
 #            S2UR, LDCU, R2UR, CS2UR and BRA.U are not counted here
+#   dead     of all the above, those guarded by @!PT or @!UPT: never executed, ptxas's filler
+#            like NOP (e.g. `@!UPT UIADD3 URZ, UPT, UPT, URZ, URZ, URZ`); counted in their column
 #   vector   total - MMA - NOP - uniform (includes LDS, LDSM, SYNCS, S2R, branches)
 #   S2R, S2UR  those opcodes (special-register reads); LDS: LDS* except LDSM; LDSM: LDSM*;
 #            SYNCS: SYNCS* (mbarrier waits and arrives)
@@ -111,11 +113,19 @@ def iteration_path(instrs, start, end):
     return path, False
 
 
-def short_name(mangled):
-    name = mangled
-    if shutil.which('c++filt'):
-        name = subprocess.run(['c++filt'], input=mangled, capture_output=True, text=True).stdout.strip()
-    name = re.sub(r'^void\s+', '', name)
+def demangle(mangled):
+    """The first demangler on PATH that understands the name (GNU c++filt gives up on CUTLASS's)."""
+    for tool in ('llvm-cxxfilt', 'cu++filt', 'c++filt'):
+        if shutil.which(tool):
+            out = subprocess.run([tool], input=mangled, capture_output=True, text=True).stdout.strip()
+            if out and out != mangled:
+                return out
+    return mangled
+
+
+def short_name(mangled, limit=200):
+    """Demangled, without namespaces, parameters and spaces; C<n> as n, tuple<a,b> as (a,b)."""
+    name = re.sub(r'^void\s+', '', demangle(mangled))
     if name.endswith(')'):  # drop the parameter list
         depth = 0
         for k in range(len(name) - 1, -1, -1):
@@ -124,7 +134,14 @@ def short_name(mangled):
                 name = name[:k]
                 break
     name = re.sub(r'\b[A-Za-z_][A-Za-z0-9_]*::', '', name)  # namespaces
-    return re.sub(r'\s+', '', name)
+    name = re.sub(r'\s+', '', name)
+    name = re.sub(r'\bC<(-?\d+)>', r'\1', name)
+    while True:
+        shorter = re.sub(r'\btuple<([^<>]*)>', r'(\1)', name)
+        if shorter == name:
+            break
+        name = shorter
+    return name if len(name) <= limit else name[:limit] + '...'
 
 
 def report_rows(funcs, mma_regex):
@@ -144,6 +161,7 @@ def report_rows(funcs, mma_regex):
         c = lambda pred: sum(1 for ins in ops if pred(ins))
         mma, nop = c(is_mma), c(lambda x: x.base == 'NOP')
         uni = c(lambda x: x.base.startswith('U'))
+        dead = c(lambda x: x.guard in ('@!PT', '@!UPT'))
         waits = [k for k, x in enumerate(ops) if x.base == 'SYNCS' and 'TRYWAIT' in x.opcode]
         waits = waits or [k for k, x in enumerate(ops) if x.base == 'SYNCS']
         wait_to_mma = '-'
@@ -153,7 +171,7 @@ def report_rows(funcs, mma_regex):
         rows.append(dict(
             name=short_name(name),
             loop='0x%x-0x%x%s' % (instrs[loop[0]].addr, instrs[loop[1]].addr, '' if closed else ' OPEN'),
-            span=loop[1] - loop[0] + 1, total=len(ops), mma=mma, nop=nop, uniform=uni,
+            span=loop[1] - loop[0] + 1, total=len(ops), mma=mma, nop=nop, uniform=uni, dead=dead,
             vector=len(ops) - mma - nop - uni,
             s2r=c(lambda x: x.base == 'S2R'), s2ur=c(lambda x: x.base == 'S2UR'),
             lds=c(lambda x: x.base.startswith('LDS') and not x.base.startswith('LDSM')),
@@ -163,9 +181,9 @@ def report_rows(funcs, mma_regex):
     return rows
 
 
-COLUMNS = ['total', 'mma', 'nop', 'uniform', 'vector', 's2r', 's2ur', 'lds', 'ldsm', 'syncs',
+COLUMNS = ['total', 'mma', 'nop', 'uniform', 'dead', 'vector', 's2r', 's2ur', 'lds', 'ldsm', 'syncs',
            'wait_to_mma', 'span', 'fn_mma', 'loop', 'name']
-HEADER = ['total', 'MMA', 'NOP', 'uniform', 'vector', 'S2R', 'S2UR', 'LDS', 'LDSM', 'SYNCS',
+HEADER = ['total', 'MMA', 'NOP', 'uniform', 'dead', 'vector', 'S2R', 'S2UR', 'LDS', 'LDSM', 'SYNCS',
           'wait>MMA', 'span', 'fn MMA', 'loop', 'kernel']
 
 

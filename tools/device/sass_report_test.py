@@ -49,20 +49,22 @@ OURS = ('_ZN2h37kernels6KernelILi3ELb1EEEvv', [
 ])
 
 # CUTLASS-style: the wait at the loop's bottom (wait>MMA wraps around), its retry block after the
-# loop (@!P0 BRA forward, out of the range: nothing skipped), two HMMAs, an LDS.64 and an LDSM.
+# loop (@!P0 BRA forward, out of the range: nothing skipped), two HMMAs, a never-executed uniform
+# filler, an LDS.64 and an LDSM.
 ROTATED = ('_Z6kernelv', [
     'HMMA.16816.F32.BF16 R4, R8, R12, R4 ;',               # 0x00 loop top
     'ULEA UR4, UR5, UR4, 0x18 ;',                          # 0x10
     'HMMA.16816.F32.BF16 R4, R8, R12, R4 ;',               # 0x20
-    'LDS.64 R2, [R73+0x12000] ;',                          # 0x30
-    'SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R2 ;',  # 0x40 the wait
-    '@!P0 BRA 0x90 ;',                                     # 0x50 retry after the loop
-    'LDSM.16.M88.4 R8, [R72] ;',                           # 0x60
-    'S2UR UR5, SR_CgaCtaId ;',                             # 0x70
-    '@P1 BRA 0x0 ;',                                       # 0x80 loop branch
-    'SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R2 ;',  # 0x90 retry block
-    '@!P0 BRA 0x90 ;',                                     # 0xa0
-    'BRA 0x60 ;',                                          # 0xb0
+    '@!UPT UIADD3 URZ, UPT, UPT, URZ, URZ, URZ ;',         # 0x30 dead filler
+    'LDS.64 R2, [R73+0x12000] ;',                          # 0x40
+    'SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R2 ;',  # 0x50 the wait
+    '@!P0 BRA 0xa0 ;',                                     # 0x60 retry after the loop
+    'LDSM.16.M88.4 R8, [R72] ;',                           # 0x70
+    'S2UR UR5, SR_CgaCtaId ;',                             # 0x80
+    '@P1 BRA 0x0 ;',                                       # 0x90 loop branch
+    'SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x10], R2 ;',  # 0xa0 retry block
+    '@!P0 BRA 0xa0 ;',                                     # 0xb0
+    'BRA 0x70 ;',                                          # 0xc0
 ])
 
 NO_MMA = ('_Z5othervv', ['MOV R1, RZ ;', 'EXIT ;'])
@@ -71,9 +73,10 @@ NO_MMA = ('_Z5othervv', ['MOV R1, RZ ;', 'EXIT ;'])
 CASES = [
     ('wait-success path skips the retry', [OURS, NO_MMA], 'OMMA', [dict(
         name='Kernel<3,true>', loop='0x40-0x130', span=16, total=13, mma=1, nop=1, uniform=2,
-        vector=9, s2r=1, s2ur=0, lds=1, ldsm=1, syncs=2, wait_to_mma=5, fn_mma=1)]),
+        dead=0, vector=9, s2r=1, s2ur=0, lds=1, ldsm=1, syncs=2, wait_to_mma=5, fn_mma=1)]),
     ('wait at the bottom, retry outside', [ROTATED], 'HMMA', [dict(
-        name='kernel', loop='0x0-0x80', span=9, total=9, mma=2, nop=0, uniform=1, vector=6,
+        name='kernel', loop='0x0-0x90', span=10, total=10, mma=2, nop=0, uniform=2, dead=1,
+        vector=6,
         s2r=0, s2ur=1, lds=1, ldsm=1, syncs=1, wait_to_mma=4, fn_mma=2)]),
     ('pattern selects the MMA opcode', [ROTATED, OURS], 'OMMA', [dict(name='Kernel<3,true>')]),
     ('no MMA, no row', [NO_MMA], 'OMMA', []),
@@ -93,7 +96,7 @@ class SassReportTest(unittest.TestCase):
         rows = sass_report.report_rows(sass_report.parse(sass(OURS, ROTATED)), 'OMMA|HMMA')
         table = sass_report.format_table(rows).splitlines()
         self.assertEqual(len(table), 2 + 2)
-        self.assertTrue(table[2].startswith('| 13 | 1 | 1 | 2 | 9 |'), table[2])
+        self.assertTrue(table[2].startswith('| 13 | 1 | 1 | 2 | 0 | 9 |'), table[2])
 
 
 if __name__ == '__main__':
