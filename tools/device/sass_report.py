@@ -19,7 +19,9 @@ import shutil
 import subprocess
 import sys
 
-INSTR = re.compile(r'^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-9T]+\s+)?([A-Z0-9_][A-Z0-9_.]*)\s*(.*?)\s*;')
+# /*addr*/ [guard] OPCODE operands ;
+INSTR = re.compile(r'^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-9T]+\s+)?'
+                   r'([A-Z0-9_][A-Z0-9_.]*)\s*(.*?)\s*;')
 FUNC = re.compile(r'Function\s*:\s*(\S+)')
 HEX = re.compile(r'0x([0-9a-f]+)')
 
@@ -64,7 +66,8 @@ def parse(text):
             continue
         m = INSTR.match(line)
         if m and cur is not None:
-            cur.append(Instr(int(m.group(1), 16), (m.group(2) or '').strip(), m.group(3), m.group(4)))
+            guard = (m.group(2) or '').strip()
+            cur.append(Instr(int(m.group(1), 16), guard, m.group(3), m.group(4)))
     return funcs
 
 
@@ -117,7 +120,8 @@ def demangle(mangled):
     """The first demangler on PATH that understands the name (GNU c++filt gives up on CUTLASS's)."""
     for tool in ('llvm-cxxfilt', 'cu++filt', 'c++filt'):
         if shutil.which(tool):
-            out = subprocess.run([tool], input=mangled, capture_output=True, text=True).stdout.strip()
+            out = subprocess.run([tool], input=mangled, capture_output=True, text=True).stdout
+            out = out.strip()
             if out and out != mangled:
                 return out
     return mangled
@@ -170,7 +174,8 @@ def report_rows(funcs, mma_regex):
             wait_to_mma = next(d - 1 for d in range(1, n + 1) if is_mma(ops[(waits[0] + d) % n]))
         rows.append(dict(
             name=short_name(name),
-            loop='0x%x-0x%x%s' % (instrs[loop[0]].addr, instrs[loop[1]].addr, '' if closed else ' OPEN'),
+            loop='0x%x-0x%x%s' % (instrs[loop[0]].addr, instrs[loop[1]].addr,
+                                  '' if closed else ' OPEN'),
             span=loop[1] - loop[0] + 1, total=len(ops), mma=mma, nop=nop, uniform=uni, dead=dead,
             vector=len(ops) - mma - nop - uni,
             s2r=c(lambda x: x.base == 'S2R'), s2ur=c(lambda x: x.base == 'S2UR'),
@@ -181,8 +186,8 @@ def report_rows(funcs, mma_regex):
     return rows
 
 
-COLUMNS = ['total', 'mma', 'nop', 'uniform', 'dead', 'vector', 's2r', 's2ur', 'lds', 'ldsm', 'syncs',
-           'wait_to_mma', 'span', 'fn_mma', 'loop', 'name']
+COLUMNS = ['total', 'mma', 'nop', 'uniform', 'dead', 'vector', 's2r', 's2ur', 'lds', 'ldsm',
+           'syncs', 'wait_to_mma', 'span', 'fn_mma', 'loop', 'name']
 HEADER = ['total', 'MMA', 'NOP', 'uniform', 'dead', 'vector', 'S2R', 'S2UR', 'LDS', 'LDSM', 'SYNCS',
           'wait>MMA', 'span', 'fn MMA', 'loop', 'kernel']
 
@@ -202,7 +207,8 @@ def main(argv):
     text = sys.stdin.read() if a.sass == '-' else open(a.sass).read()
     rows = report_rows(parse(text), a.mma)
     print(LEGEND.replace('MMA pattern', 'MMA pattern /%s/' % a.mma))
-    print(format_table(rows) if rows else '# no function holds an instruction matching /%s/' % a.mma)
+    print(format_table(rows) if rows else
+          '# no function holds an instruction matching /%s/' % a.mma)
     return 0
 
 
