@@ -76,6 +76,15 @@ if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
        /F2FP.BF16.F32.PACK_AB/ {b[f]++}
        END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG, %d F2FP.BF16 (epilogue cvt packs)\n", f, o[f], r[f], b[f]}' \
     "$OUT/sass.txt" | tee "$OUT/sass.log"
+  # One main-loop iteration per kernel instance (legend in the .txt): sm_120f OMMA printed, the
+  # sm_90a emulation's HMMA loop kept in the log.
+  if tools/device/sass_report.sh "$obj" sm_120f >"$OUT/sass_report.txt" 2>&1 &&
+     tools/device/sass_report.sh "$obj" sm_90a HMMA >"$OUT/sass_report_sm90a.txt" 2>&1; then
+    grep '^|' "$OUT/sass_report.txt" | sed 's/^/sass_report: /'
+  else
+    failures=$((failures + 1))
+    echo "sass_report failed: $(tail -n 3 "$OUT"/sass_report*.txt | tr '\n' ' ')"
+  fi
 fi
 # The standalone quantizer's SASS, per arch (its fast path's instruction count is read from it).
 if [[ -f $B/quantize_kernel.o ]] && command -v cuobjdump >/dev/null; then
