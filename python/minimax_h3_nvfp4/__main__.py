@@ -64,7 +64,8 @@ def _parser():
             s.add_argument("--first-call", action="store_true",
                            help="instead: time the first call of a fresh process (after "
                            "`import minimax_h3_nvfp4`; M = the first --m, default 1) and list "
-                           "the compiler modules it imported")
+                           "the compiler modules it imported; then the same through torch's "
+                           "op dispatch, for comparison")
     return p
 
 
@@ -159,8 +160,9 @@ def cmd_bench(args, out, err):
         if args.first_call:
             _, index = autotune.require_cuda(args.device)
             from . import hosttime
-            hosttime.first_call(index, (args.m or (1,))[0], args.n, args.k, args.tile,
-                                args.sm90_emulation, out=out)
+            for route in ("fast", "full"):  # the second for comparison, no verdict
+                hosttime.first_call(index, (args.m or (1,))[0], args.n, args.k, args.tile,
+                                    args.sm90_emulation, out=out, route=route)
             return 0
         autotune.bench(args.m or (1, 128, 1024, 4096), args.n, args.k, args.device,
                        args.sm90_emulation, args.tile, args.reps, out=out)

@@ -80,6 +80,7 @@ before_import = loaded()
 t0 = time.perf_counter()
 import minimax_h3_nvfp4
 from minimax_h3_nvfp4 import _eager
+_eager.enabled = sys.argv[8] == "fast"
 t1 = time.perf_counter()
 after_import = loaded()
 out = minimax_h3_nvfp4.minimax_h3_nvfp4_out_proj(x, q, sf, w_gs, a_gs, gate, idx, res,
@@ -102,29 +103,35 @@ print(json.dumps({
 
 
 def first_call(device=0, m=1, n=5376, k=7168, tile="auto", sm90_emulation="faithful",
-               out=sys.stdout):
+               out=sys.stdout, route="fast"):
     """Runs a fresh Python process that times its first call (after `import minimax_h3_nvfp4`,
     torch's CUDA initialization done before) and prints the figures with a PASS / FAIL line.
-    Returns the child's figures (a dict), or raises RuntimeError with its output."""
+    route="full" turns the eager fast path off in that process (torch's op dispatch; for
+    comparison, no verdict). Returns the child's figures (a dict), or raises RuntimeError with
+    its output."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     r = subprocess.run([sys.executable, "-c", _CHILD, str(device), str(m), str(n), str(k), tile,
-                        sm90_emulation, json.dumps(HEAVY)],
+                        sm90_emulation, json.dumps(HEAVY), route],
                        capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
         raise RuntimeError("first-call process failed (exit %d):\n%s%s"
                            % (r.returncode, r.stdout, r.stderr))
     got = json.loads(r.stdout.strip().splitlines()[-1])
-    print("first call (fresh process, torch %s, M=%d N=%d K=%d, tile=%s): torch import + CUDA "
-          "init %.0f ms, import minimax_h3_nvfp4 %.1f ms, first call %.1f ms (synchronized), "
-          "second call %.2f ms; routes %s" % (
-              got["torch"], m, n, k, tile, got["torch_and_cuda_init_ms"], got["import_ms"],
-              got["first_call_ms"], got["second_call_ms"], got["routes"]), file=out)
+    what = "eager fast path" if route == "fast" else "torch's op dispatch (fast path off)"
+    print("first call (fresh process, %s, torch %s, M=%d N=%d K=%d, tile=%s, %s): torch import "
+          "+ CUDA init %.0f ms, import minimax_h3_nvfp4 %.1f ms, first call %.1f ms "
+          "(synchronized), second call %.2f ms; routes %s" % (
+              what, got["torch"], m, n, k, tile, sm90_emulation, got["torch_and_cuda_init_ms"],
+              got["import_ms"], got["first_call_ms"], got["second_call_ms"], got["routes"]),
+          file=out)
     print("  imported by torch + CUDA init: %s; by import minimax_h3_nvfp4: %s; by the first "
           "call: %s" % tuple(", ".join(v) or "none" for v in (
               got["loaded_by_torch"], got["loaded_by_import"], got["loaded_by_first_call"])),
           file=out)
+    if route != "fast":
+        return got
     ok = got["first_call_ms"] <= FIRST_CALL_TARGET_MS and not got["loaded_by_first_call"]
     print("first call: %s (%.1f ms after import, target <= %.0f ms; compiler stack imported "
           "by the call: %s)" % (verdict(ok), got["first_call_ms"], FIRST_CALL_TARGET_MS,
