@@ -288,7 +288,6 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
 
 # ---- the API ------------------------------------------------------------------------------------
 
-
 def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                               act_global_scale, gate, gate_index, residual, *, out=None,
                               act_q=None, act_sf=None, sm90_emulation="faithful",

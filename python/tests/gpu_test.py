@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 import minimax_h3_nvfp4
-from minimax_h3_nvfp4 import _eager, _native, _torch_op, bf16, calibration, testing, tuning
+from minimax_h3_nvfp4 import _eager, _native, _torch_op, bf16, calibration, testing
 from minimax_h3_nvfp4.diffusion_ops import (
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
