@@ -61,6 +61,11 @@ def _parser():
         s.add_argument("--reps", type=_multiple(1), default=20, help="timed batches (20)")
         if name == "bench":
             s.add_argument("--tile", default="auto", help="a registered tile name, or auto")
+            s.add_argument("--first-call", action="store_true",
+                           help="instead: time the first call of a fresh process (after "
+                           "`import minimax_h3_nvfp4`; M = the first --m, default 1) and list "
+                           "the compiler modules it imported; then the same through torch's "
+                           "op dispatch, for comparison")
     return p
 
 
@@ -152,6 +157,13 @@ def cmd_bench(args, out, err):
             PROG, ", ".join(_native.tiles()), args.tile), file=err)
         return 2
     try:
+        if args.first_call:
+            _, index = autotune.require_cuda(args.device)
+            from . import hosttime
+            for route in ("fast", "full"):  # the second for comparison, no verdict
+                hosttime.first_call(index, (args.m or (1,))[0], args.n, args.k, args.tile,
+                                    args.sm90_emulation, out=out, route=route)
+            return 0
         autotune.bench(args.m or (1, 128, 1024, 4096), args.n, args.k, args.device,
                        args.sm90_emulation, args.tile, args.reps, out=out)
     except autotune.NoCudaError as e:
@@ -161,6 +173,9 @@ def cmd_bench(args, out, err):
     except ValueError as e:  # --device outside the machine's devices
         print("%s bench: error: %s" % (PROG, e), file=err)
         return 2
+    except RuntimeError as e:  # the first-call process failed
+        print("%s bench: error: %s" % (PROG, e), file=err)
+        return 1
     return 0
 
 

@@ -24,6 +24,12 @@ from . import tuning
 
 _NAME = "minimax_h3_nvfp4::out_proj"
 
+# Calls run by each route in this process (tests, `bench --first-call`): "op" counts runs of
+# _impl below (the registered op's implementation, or the plain one on torch < 2.4), "fast"
+# the eager fast path's calls (_eager.py); "tile": the tile code the last GPU call ran with
+# (tile="auto" resolved), absent before one.
+stats = {"fast": 0, "op": 0}
+
 
 def _arr(t):
     if t is None:
@@ -34,6 +40,7 @@ def _arr(t):
 def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_global_scale_value,
           act_global_scale, gate, gate_index, residual, out, act_q, act_sf, sm90_emulation,
           cpu_gemm, tile):
+    stats["op"] += 1
     lib = _native.lib()
     a = _native.new_args(
         _arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
@@ -53,6 +60,7 @@ def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_glo
             a.tile = tuning.resolve(index, int(m), int(o_weight_q.shape[0]),
                                     int(attn_out.shape[1]),
                                     "fast" if sm90_emulation == 1 else "faithful")
+        stats["tile"] = a.tile
         flags = torch.empty((lib.h3_ready_flag_bytes(m),), dtype=torch.uint8, device=device)
         a.ready_flags = _arr(flags)
         a.device = index

@@ -4,7 +4,6 @@ Both need torch with a CUDA device; on other machines they raise NoCudaError nam
 method is the C++ bench's: inputs rotated through enough copies to pass the L2 between calls,
 CUDA events around a batch of calls, the median of the batches.
 
-NOTE: written without a GPU; the CUDA paths here have not been run yet (NOTES.md, issue 19).
 """
 
 import math
@@ -13,6 +12,7 @@ import sys
 import time
 
 from . import _native
+from . import hosttime
 from . import tuning
 from .diffusion_ops import minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4
 
@@ -107,22 +107,6 @@ def _device_ms(torch, problem, fn, reps):
     return statistics.median(times)
 
 
-def host_us(torch, problem, fn, calls=300):
-    """Host time per call, µs: `calls` calls without synchronization between them."""
-    with torch.cuda.device(problem.dev):
-        return _host_us(torch, problem, fn, calls)
-
-
-def _host_us(torch, problem, fn, calls):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for j in range(calls):
-        fn(j % problem.copies)
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
-
-
 def _progress(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -161,15 +145,16 @@ def tune(m_buckets=tuning.DEFAULT_M_BUCKETS, n=5376, k=7168, device=None,
 def bench(ms_list=(1, 128, 1024, 4096), n=5376, k=7168, device=None,
           sm90_emulation="faithful", tile="auto", reps=20, out=sys.stdout, progress=_progress):
     """The op against torch's bf16 `x @ w.T` and the unfused bf16 pipeline
-    `residual + gate[index] * (x @ w.T)`: device ms per call (medians) and host µs per call."""
+    `residual + gate[index] * (x @ w.T)`: device ms per call (medians), and host us per eager
+    call of the op (the fast path; and through torch's op dispatch) and of F.linear."""
     torch, index = require_cuda(device)
     dev = torch.device("cuda", index)
     print("bench: cuda:%d %s, %s; N=%d K=%d, tile=%s, median of %d batches" % (
         index, torch.cuda.get_device_name(dev), _backend(index, sm90_emulation), n, k, tile,
         reps), file=out)
-    print("%7s %10s %10s %10s %9s %9s %9s %9s" % (
-        "M", "op ms", "gemm ms", "unfused", "gemm/op", "unf/op", "op us/h", "gemm us/h"),
-        file=out)
+    print("%7s %10s %10s %10s %8s %8s | %s" % (
+        "M", "op ms", "gemm ms", "unfused", "gemm/op", "unf/op",
+        "host us per eager call: op, op via torch's op dispatch, F.linear"), file=out)
     rows = []
     for m in ms_list:
         t0 = time.perf_counter()
@@ -179,15 +164,19 @@ def bench(ms_list=(1, 128, 1024, 4096), n=5376, k=7168, device=None,
             t_op = device_ms(torch, p, op, reps)
             t_gemm = device_ms(torch, p, p.gemm, reps)
             t_unf = device_ms(torch, p, p.unfused, reps)
-            h_op = host_us(torch, p, op)
-            h_gemm = host_us(torch, p, p.gemm)
-        rows.append((m, t_op, t_gemm, t_unf, h_op, h_gemm))
-        print("%7d %10.4f %10.4f %10.4f %9.2f %9.2f %9.1f %9.1f" % (
-            m, t_op, t_gemm, t_unf, t_gemm / t_op, t_unf / t_op, h_op, h_gemm), file=out,
-            flush=True)
+            h_op, h_full, h_lin = hosttime.eager_rows(torch, p, op)
+        rows.append((m, t_op, t_gemm, t_unf, h_op, h_lin, h_full))
+        print("%7d %10.4f %10.4f %10.4f %8.2f %8.2f | %7.1f %7.1f %7.1f" % (
+            m, t_op, t_gemm, t_unf, t_gemm / t_op, t_unf / t_op, h_op, h_full, h_lin),
+            file=out, flush=True)
         progress("bench: M=%d done (%.1f s)" % (m, time.perf_counter() - t0))
         p = None
         torch.cuda.empty_cache()
+    for m, _, _, _, h_op, h_lin, _ in rows:
+        if m == 1:
+            print("host time per eager call at M=1: %s (op %.1f us, F.linear %.1f us in this "
+                  "run; target <= ~%.0f us)" % (hosttime.verdict(h_op <= hosttime.HOST_TARGET_US),
+                                               h_op, h_lin, hosttime.HOST_TARGET_US), file=out)
     return rows
 
 

@@ -205,6 +205,7 @@ def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
 # ---- torch: the GPU kernel (CUDA tensors) or the emulator (CPU tensors) --------------------------
 
 if _torch is not None:
+    from . import _eager
     from . import _torch_op
 
     _BF16 = ("torch.bfloat16", (_torch.bfloat16,))
@@ -231,6 +232,14 @@ def _t_check(name, t, kind, device, shape_hint=""):
 
 def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
                     gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
+    if _eager.enabled and _eager.plain_eager():
+        # Plain eager calls skip torch's op dispatch (_eager.py); anything it does not take
+        # comes here, to the checks below and the registered op.
+        got = _eager.try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                              act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
+                              sm90, gemm, tile)
+        if got is not None:
+            return got
     device = attn_out.device
     if device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))

@@ -32,6 +32,10 @@ FORMAT = "minimax_h3_nvfp4 tune cache 1"
 DEFAULT_M_BUCKETS = (1, 16, 128, 512, 1024, 4096, 16384)
 SMALL_M_SM12X = 512  # the heuristic's bound for the 128x128 tile on SM12x
 
+# Counts changes of what resolve() may answer (a cache written, or reset): callers that keep a
+# resolved tile (the eager fast path's plans) resolve again when it moved.
+generation = 0
+
 
 def cache_path():
     """The cache file: $MINIMAX_H3_NVFP4_TUNE_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/
@@ -260,10 +264,16 @@ class Cache:
                 raise
             self._entries = None
             self._memo = {}
+            _bump_generation()
         return path
 
 
 _cache = Cache()
+
+
+def _bump_generation():
+    global generation
+    generation += 1
 
 
 def cache():
@@ -280,4 +290,5 @@ def reset(path=None):
     """Forgets what was loaded (tests; after the environment variable changed)."""
     global _cache
     _cache = Cache(path)
+    _bump_generation()
     return _cache

@@ -205,11 +205,11 @@ class CommandLineTest(unittest.TestCase):
     def test_tune_and_bench_need_cuda(self):
         if _native.device_count()[0] > 0:
             self.skipTest("a CUDA device is present")
-        for cmd in ("tune", "bench"):
-            p = self.run_cli(cmd, "--m", "1")
+        for args in (("tune", "--m", "1"), ("bench", "--m", "1"), ("bench", "--first-call")):
+            p = self.run_cli(*args)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertRegex(p.stderr, r"%s: error: needs a CUDA device and torch with CUDA: "
-                             % cmd)
+                             % args[0])
 
     def test_usage_errors_exit_2(self):
         for args in ((), ("bogus",), ("tune", "--k", "100"), ("bench", "--m", "1,x"),

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 import minimax_h3_nvfp4
-from minimax_h3_nvfp4 import _native, bf16, calibration, testing
+from minimax_h3_nvfp4 import _eager, _native, _torch_op, bf16, calibration, testing
 from minimax_h3_nvfp4.diffusion_ops import (
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
@@ -277,7 +277,9 @@ _GRAPH_SCRIPT = textwrap.dedent("""
     import gpu_test as T
     from minimax_h3_nvfp4.diffusion_ops import minimax_h3_nvfp4_out_proj
 
-    emu = sys.argv[2]
+    from minimax_h3_nvfp4 import _eager, _torch_op
+    emu, route = sys.argv[2], sys.argv[3]
+    _eager.enabled = route == "fast"
     a = T.gpu_args(T.exact_case(300, seed=11))
     b = T.gpu_args(T.exact_case(300, seed=12))
     static = [x.clone() for x in a]
@@ -285,6 +287,8 @@ _GRAPH_SCRIPT = textwrap.dedent("""
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):   # the op's first call in this process
         out = minimax_h3_nvfp4_out_proj(*static, sm90_emulation=emu)
+    want = {"fast": 1, "op": 0} if route == "fast" else {"fast": 0, "op": 1}
+    assert {k: _torch_op.stats[k] for k in want} == want, _torch_op.stats
     g.replay()
     torch.cuda.synchronize()
     replay_a = T.bits(out).copy()
@@ -306,9 +310,10 @@ _GRAPH_SCRIPT = textwrap.dedent("""
 class GraphTest(unittest.TestCase):
 
     def test_capture_first_call_in_fresh_process(self):
-        for emu in emulations():
-            with self.subTest(emulation=emu):
-                r = subprocess.run([sys.executable, "-c", _GRAPH_SCRIPT, HERE, emu],
+        # Both routes: the eager fast path (no op registration involved) and torch's op.
+        for emu, route in [(e, r) for e in emulations() for r in ("fast", "full")]:
+            with self.subTest(emulation=emu, route=route):
+                r = subprocess.run([sys.executable, "-c", _GRAPH_SCRIPT, HERE, emu, route],
                                    capture_output=True, text=True, timeout=600)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 self.assertIn("GRAPH_OK", r.stdout)
@@ -373,8 +378,16 @@ class CompileTest(unittest.TestCase):
         torch._dynamo.reset()
         compiled = torch.compile(block, fullgraph=True, backend=backend)
         got = compiled(t[0], t[7], t[5], t[6])
-        want = block(t[0], t[7], t[5], t[6])
+        before = dict(_torch_op.stats)
+        again = compiled(t[0], t[7], t[5], t[6])  # compiled: torch's op runs, not the fast path
+        self.assertEqual((_torch_op.stats["op"] - before["op"],
+                          _torch_op.stats["fast"] - before["fast"]), (1, 0))
+        before = dict(_torch_op.stats)
+        want = block(t[0], t[7], t[5], t[6])  # eager: the fast path
+        self.assertEqual((_torch_op.stats["op"] - before["op"],
+                          _torch_op.stats["fast"] - before["fast"]), (0, 1))
         np.testing.assert_array_equal(bits(got), bits(want))
+        np.testing.assert_array_equal(bits(again), bits(want))
 
     def test_fullgraph_aot_eager(self):
         self.check_backend("aot_eager")
@@ -541,6 +554,160 @@ class WeightQuantizerTest(unittest.TestCase):
               "max %.3f, %d runs after 3 warm-up); CPU tensor path %.1f ms (one run)"
               % (times[len(times) // 2], times[0], times[-1], len(times), cpu_ms),
               file=sys.stderr)
+def on_route(fast, fn):
+    """fn() with the eager fast path on or off; asserts the route that ran it."""
+    saved = _eager.enabled
+    _eager.enabled = fast
+    before = dict(_torch_op.stats)
+    try:
+        return fn()
+    finally:
+        _eager.enabled = saved
+        ran = (_torch_op.stats["fast"] - before["fast"], _torch_op.stats["op"] - before["op"])
+        assert ran in ((0, 0), (1, 0) if fast else (0, 1)), (fast, ran)
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class FastPathTest(unittest.TestCase):
+    """The eager fast path (_eager.py) against the full route (checks, then torch's op): the
+    same bits, workspaces and errors, nothing written on an error."""
+
+    def setUp(self):
+        self.case = exact_case(300, seed=61)
+        self.t = gpu_args(self.case)
+
+    def test_same_bits(self):
+        t = self.t
+        m = 300
+        variants = [
+            ("plain", t, {}),
+            ("out given", t, {"out": "new"}),
+            ("in place", t, {"out": "residual"}),
+            ("workspaces", t, {"act_q": "new", "act_sf": "new"}),
+            ("float w_gs", t[:3] + [float(self.case[3][0])] + t[4:], {}),
+            ("fewer rows", [x[:17] if x.dim() and x.shape[0] == m else x for x in t], {}),
+        ]
+        tiles = list(_native.tiles())
+        for emu in emulations():
+            for tile in tiles:
+                for label, args, spec in variants:
+                    with self.subTest(emulation=emu, tile=tile, what=label):
+                        got = []
+                        for fast in (True, False):
+                            a = list(args)
+                            a[7] = args[7].clone()
+                            rows = a[0].shape[0]
+                            kw = {"sm90_emulation": emu, "tile": tile}
+                            if spec.get("out") == "new":
+                                kw["out"] = torch.full((rows, 5376), 5.0, dtype=torch.bfloat16,
+                                                       device=DEV)
+                            elif spec.get("out") == "residual":
+                                kw["out"] = a[7]
+                            if "act_q" in spec:
+                                kw["act_q"] = torch.zeros((rows, 3584), dtype=torch.uint8,
+                                                          device=DEV)
+                                kw["act_sf"] = torch.zeros((rows, 448), dtype=torch.uint8,
+                                                           device=DEV)
+                            out = on_route(fast, lambda: minimax_h3_nvfp4_out_proj(*a, **kw))
+                            if "out" in kw:
+                                self.assertIs(out, kw["out"])
+                            torch.cuda.synchronize()
+                            got.append([bits(out)] + [bits(kw[n]) for n in ("act_q", "act_sf")
+                                                      if n in kw])
+                        for f, s in zip(*got):
+                            np.testing.assert_array_equal(f, s)
+
+    def test_same_errors(self):
+        t = self.t
+        cpu_res = t[7].cpu()
+        big = torch.zeros(300 * 7168 + 300 * 5376, dtype=torch.bfloat16, device=DEV)
+        attn = big[:300 * 7168].view(300, 7168)
+        attn.copy_(t[0])
+        overlapping = big[300 * 7168 - 128:300 * 7168 - 128 + 300 * 5376].view(300, 5376)
+        table = [
+            ("dtype", [t[0].half()] + t[1:], {}),
+            ("device", t[:7] + [cpu_res], {}),
+            ("non-contiguous", [t[0].t().contiguous().t()] + t[1:], {}),
+            ("shape (C ABI)", t[:7] + [t[7][:, :5375].contiguous()], {}),
+            ("act_q alone (GPU)", t, {"act_q": torch.zeros((300, 3584), dtype=torch.uint8,
+                                                           device=DEV)}),
+            ("overlap (C ABI)", [attn] + t[1:], {"out": overlapping}),
+            ("w_gs <= 0 (C ABI)", t[:3] + [-1.0] + t[4:], {}),
+        ]
+        for label, args, kw in table:
+            with self.subTest(what=label):
+                errs = []
+                for fast in (True, False):
+                    out = kw.get("out", torch.full((300, 5376), 3.0, dtype=torch.bfloat16,
+                                                   device=DEV))
+                    before = bits(out).copy()
+                    k = dict(kw, out=out)
+                    with self.assertRaises((TypeError, ValueError, RuntimeError)) as cm:
+                        on_route(fast, lambda: minimax_h3_nvfp4_out_proj(*args, **k))
+                    torch.cuda.synchronize()
+                    np.testing.assert_array_equal(bits(out), before)
+                    errs.append((type(cm.exception), str(cm.exception)))
+                self.assertEqual(errs[0], errs[1])
+
+
+_TUNED_GRAPH_SCRIPT = textwrap.dedent("""
+    import sys
+    import torch
+    sys.path.insert(0, sys.argv[1])
+    import gpu_test as T
+    import minimax_h3_nvfp4
+    from minimax_h3_nvfp4 import _eager, _native, _torch_op, tuning
+    from minimax_h3_nvfp4.diffusion_ops import minimax_h3_nvfp4_out_proj
+
+    emu, route = sys.argv[2], sys.argv[3]
+    m = 300
+    results = minimax_h3_nvfp4.tune([m], 5376, 7168, 0, emu, 3, progress=lambda msg: None)
+    winner = results[m][0]
+    props = _native.device_properties(0)
+    name, source = tuning.cache().choose(props, m, 5376, 7168, emu)
+    assert (name, source) == (winner, "tuned"), (name, source, winner)
+    _eager.enabled = route == "fast"
+    a = T.gpu_args(T.exact_case(m, seed=71))
+    static = [x.clone() for x in a]
+    torch.cuda.synchronize()
+    before = dict(_torch_op.stats)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):   # the first call after tune wrote the cache: tile="auto"
+        out = minimax_h3_nvfp4_out_proj(*static, sm90_emulation=emu)
+    resolved = _torch_op.stats["tile"]
+    ran = "fast" if _torch_op.stats["fast"] > before["fast"] else "op"
+    assert ran == ("fast" if route == "fast" else "op"), (ran, route)
+    want_code = _native.tiles()[winner]
+    print("tuned winner at M=%d: %s (code %d); the captured call resolved tile='auto' to code %d "
+          "(route %s)" % (m, winner, want_code, resolved, ran))
+    # The fast sm_90 build has one config: tune times only the first registered one.
+    assert resolved == want_code, (resolved, want_code)
+    g.replay()
+    torch.cuda.synchronize()
+    replay = T.bits(out).copy()
+    eager = T.bits(minimax_h3_nvfp4_out_proj(*a, sm90_emulation=emu, tile=winner))
+    assert (replay == eager).all(), "replay != eager with the winner"
+    assert (T.bits(minimax_h3_nvfp4_out_proj(*a, sm90_emulation=emu)) == eager).all()
+    print("TUNED_GRAPH_OK")
+""")
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device")
+class TunedCaptureTest(unittest.TestCase):
+    """Issue 19 item 3: tune writes the cache, then a fresh process's first call after it,
+    tile="auto" resolving to the tuned winner, is captured into a CUDA graph; replay == eager."""
+
+    def test_capture_after_tune(self):
+        import tempfile
+        for emu, route in [(e, r) for e in emulations() for r in ("fast", "full")]:
+            with self.subTest(emulation=emu, route=route), tempfile.TemporaryDirectory() as d:
+                env = dict(os.environ, MINIMAX_H3_NVFP4_TUNE_CACHE=os.path.join(d, "tune.json"))
+                r = subprocess.run([sys.executable, "-c", _TUNED_GRAPH_SCRIPT, HERE, emu, route],
+                                   capture_output=True, text=True, timeout=600, env=env)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("TUNED_GRAPH_OK", r.stdout)
+                print("\n" + r.stdout.splitlines()[0], file=sys.stderr)
+
 
 
 @unittest.skipUnless(HAVE_CUDA, "no CUDA device")

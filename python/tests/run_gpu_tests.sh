@@ -6,7 +6,8 @@
 #
 # PKG_DIR holds minimax_h3_nvfp4/ as `./bazelw run //python:install -- PKG_DIR` wrote it (on the
 # build machine). Runs: the CPU tests (api_test.py, cli_test.py, torch_cpu_test.py), the GPU
-# tests (gpu_test.py), the command line (selftest, tune, info, bench), the sequence-parallel
+# tests (gpu_test.py), the command line (selftest, tune, info, bench, bench --first-call), the
+# tile="auto" check after tune (auto_tile_check.py), the sequence-parallel
 # example with 2 processes, and examples/minimax_h3_block.py on the GPU and the CPU.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,9 +43,18 @@ step python3 "$root/python/tests/gpu_test.py"
 # The command line on the GPU (issue 19; not yet run on one): selftest checks each device
 # against the emulator; tune writes the scratch cache, which info then shows and tile="auto" uses.
 step python3 -m minimax_h3_nvfp4 selftest
+# The first call of a fresh process, before any tuning cache exists (tile="auto": heuristic).
+step python3 -m minimax_h3_nvfp4 bench --first-call
 step python3 -m minimax_h3_nvfp4 tune --m 1,128,1024,4096
+step python3 -m minimax_h3_nvfp4 tune --m 1,128,1024,4096 --sm90_emulation fast
 step python3 -m minimax_h3_nvfp4 info
+# tile="auto" runs the tuned winner at each bucket (the op reports the tile it ran).
+step python3 "$root/python/tests/auto_tile_check.py"
+# Host time per eager call beside F.linear's (PASS / FAIL against ~20 us at M = 1: figures,
+# not a test), and the first call again, now with the cache written.
 step python3 -m minimax_h3_nvfp4 bench --m 1,128,4096
+step python3 -m minimax_h3_nvfp4 bench --first-call
+step python3 -m minimax_h3_nvfp4 bench --first-call --m 128 --sm90_emulation fast
 ngpu=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 echo "=== $ngpu GPU(s): sequence_parallel uses NCCL with a GPU per rank, gloo where ranks share one"
 step python3 -m torch.distributed.run --standalone --nproc_per_node=2 --redirects 1 --tee 1 \

@@ -3,7 +3,10 @@
 1.13 here), and the modules. Needs torch: ./bazelw installs Debian's python3-torch.
 """
 
+import os
+import subprocess
 import sys
+import textwrap
 import unittest
 from unittest import mock
 
@@ -19,7 +22,7 @@ if torch is None:
              "python3-torch; ./bazelw installs it), got ImportError" % sys.executable)
 
 import minimax_h3_nvfp4  # noqa: E402
-from minimax_h3_nvfp4 import _torch_op, selftest  # noqa: E402
+from minimax_h3_nvfp4 import _eager, _torch_op, hosttime, selftest  # noqa: E402
 from minimax_h3_nvfp4.diffusion_ops import (  # noqa: E402
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
@@ -95,6 +98,228 @@ class FunctionalTest(unittest.TestCase):
         fn(args[0], args[1], args[2], w_gs, 0.0, args[4], args[5], args[6], args[7], out, None,
            None, 0, 0, 0)
         np.testing.assert_array_equal(bits(out), c["out"])
+
+
+def same_bytes(a, b):
+    """Byte-equal tensors (meta ones: same shape and dtype), or equal other values."""
+    if not isinstance(a, torch.Tensor):
+        return type(a) is type(b) and (not isinstance(a, np.ndarray) or np.array_equal(a, b))
+    if a.device.type == "meta":
+        return a.shape == b.shape and a.dtype == b.dtype
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def routes(fn):
+    """fn()'s result and which route ran it: "fast" (_eager), "op" (the full route), or None
+    (it raised before either ran)."""
+    before = dict(_torch_op.stats)
+    try:
+        got = fn()
+    finally:
+        took = [k for k in ("fast", "op") if _torch_op.stats[k] != before[k]]
+    assert len(took) <= 1, took
+    return got, (took[0] if took else None)
+
+
+def both_routes(args, **kw):
+    """The op's result and error (type, message) on the fast path and on the full route, with
+    fresh copies of every tensor argument for each; and the routes taken."""
+    results = []
+    for enabled in (True, False):
+        a = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
+        k = {n: (v.clone() if isinstance(v, torch.Tensor) else v) for n, v in kw.items()}
+        if kw.get("out") is not None and kw["out"] is args[7]:
+            k["out"] = a[7]  # in place stays in place
+        saved = _eager.enabled
+        _eager.enabled = enabled
+        try:
+            got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*a, **k))
+            res = ("ok", bits(got), {n: v for n, v in k.items() if isinstance(v, torch.Tensor)})
+        except Exception as e:  # noqa: BLE001  (compared below, class and message)
+            res, route = ("error", type(e), str(e)), "raised"
+        finally:
+            _eager.enabled = saved
+        results.append((res, route, a, k))
+    return results
+
+
+class FastPathTest(unittest.TestCase):
+    """The eager fast path (_eager.py): taken where nothing traces, same bits and same errors as
+    the full route (the checks in diffusion_ops, then the op), nothing written on an error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cases = selftest.load_cases()
+        cls.cases = {name: [t(cases[name][a]) for a in ARGS] for name in ("op_exact", "op_entropy")}
+        cls.want = {name: cases[name]["out"] for name in cls.cases}
+
+    def assert_same(self, args, expect_fast=True, **kw):
+        (fast, fast_route, fa, fk), (full, full_route, ga, gk) = both_routes(args, **kw)
+        self.assertEqual(full_route, "op" if full[0] == "ok" else "raised")
+        if fast[0] == "ok":
+            self.assertEqual(fast_route, "fast" if expect_fast else "op")
+        self.assertEqual(fast[0], full[0], (fast, full))
+        if fast[0] == "ok":
+            np.testing.assert_array_equal(fast[1], full[1])
+            for name in fast[2]:  # act_q, act_sf, out given
+                self.assertTrue(same_bytes(fast[2][name], full[2][name]), name)
+        else:
+            self.assertIs(fast[1], full[1])
+            self.assertEqual(fast[2], full[2])
+            for a, g in zip(fa + list(fk.values()), ga + list(gk.values())):
+                self.assertTrue(same_bytes(a, g), "written on an error")  # nothing written
+        return fast
+
+    def test_same_bits_both_routes(self):
+        for name, args in self.cases.items():
+            m, k = args[0].shape
+            n = args[1].shape[0]
+            table = [
+                ("plain", args, {}),
+                ("out given", args, {"out": torch.empty(m, n, dtype=torch.bfloat16)}),
+                ("in place", args, {"out": args[7]}),
+                ("workspaces", args, {"act_q": torch.zeros(m, k // 2, dtype=torch.uint8),
+                                      "act_sf": torch.zeros(m, k // 16, dtype=torch.uint8)}),
+                ("float w_gs", args[:3] + [float(args[3][0])] + args[4:], {}),
+                ("act_q alone", args, {"act_q": torch.zeros(m, k // 2, dtype=torch.uint8)}),
+                ("exact gemm", args, {"cpu_gemm": "exact"}),
+                ("fewer rows", [x[:5] if x.dim() and x.shape[0] == m else x for x in args], {}),
+            ]
+            for label, a, kw in table:
+                with self.subTest(case=name, what=label):
+                    got = self.assert_same(a, **kw)
+                    if label in ("plain", "out given", "in place", "workspaces", "float w_gs"):
+                        np.testing.assert_array_equal(got[1], self.want[name])
+
+    def test_full_route_where_it_must(self):
+        args = self.cases["op_exact"]
+
+        class Sub(torch.Tensor):
+            pass
+
+        grad_x = args[0].float().requires_grad_().bfloat16()  # requires grad (not a leaf)
+        table = [
+            ("tensor subclass", [args[0].as_subclass(Sub)] + args[1:]),
+            ("requires grad", [grad_x] + args[1:]),
+            ("numpy float32 scale", args[:3] + [np.float32(args[3][0])] + args[4:]),
+        ]
+        for label, a in table:
+            with self.subTest(what=label):
+                self.assert_same(a, expect_fast=False)
+        with torch.no_grad():  # grad mode off: requires_grad does not matter
+            self.assertEqual(routes(lambda: minimax_h3_nvfp4_out_proj(grad_x, *args[1:]))[1],
+                             "fast")
+        modes = []
+        if hasattr(torch.overrides, "TorchFunctionMode"):
+            class FunctionMode(torch.overrides.TorchFunctionMode):
+                def __torch_function__(self, func, types, args=(), kwargs=None):
+                    return func(*args, **(kwargs or {}))
+            modes.append(FunctionMode)
+        try:
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            class DispatchMode(TorchDispatchMode):
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    return func(*args, **(kwargs or {}))
+            modes.append(DispatchMode)
+        except ImportError:
+            pass
+        for mode in modes:
+            with self.subTest(mode=mode.__name__):
+                with mode():
+                    got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*args))
+                self.assertEqual(route, "op")
+                np.testing.assert_array_equal(bits(got), self.want["op_exact"])
+
+    def test_same_errors_both_routes(self):
+        args = self.cases["op_exact"]
+        m, k = args[0].shape
+        n = args[1].shape[0]
+
+        def rep(i, v):
+            a = list(args)
+            a[i] = v
+            return a
+
+        table = [
+            ("attn_out dtype", rep(0, args[0].half()), {}),
+            ("gate_index dtype", rep(6, args[6].long()), {}),
+            ("w_gs dtype", rep(3, args[3].double()), {}),
+            ("act_gs a float", rep(4, 1.0), {}),
+            ("gate numpy", rep(5, bits(args[5])), {}),
+            ("meta residual", rep(7, torch.empty(m, n, dtype=torch.bfloat16, device="meta")), {}),
+            ("non-contiguous attn_out", rep(0, args[0].t().contiguous().t()), {}),
+            ("residual shape", rep(7, args[7][:, :n - 1].contiguous()), {}),
+            ("attn_out 1-D", rep(0, args[0].reshape(-1)), {}),
+            ("attn_out 3-D", rep(0, args[0].reshape(1, m, k)), {}),
+            ("gate 5-D", rep(5, args[5].reshape(1, 1, 1, *args[5].shape)), {}),
+            ("w_gs negative float", rep(3, -1.0), {}),
+            ("w_gs bool", rep(3, True), {}),
+            ("out shape", args, {"out": torch.empty(m, n + 1, dtype=torch.bfloat16)}),
+            ("out dtype", args, {"out": torch.empty(m, n, dtype=torch.float32)}),
+            ("act_sf dtype", args, {"act_q": torch.zeros(m, k // 2, dtype=torch.uint8),
+                                    "act_sf": torch.zeros(m, k // 16, dtype=torch.int8)}),
+            ("tile name", args, {"tile": "nope"}),
+            ("sm90_emulation", args, {"sm90_emulation": 1}),
+        ]
+        for label, a, kw in table:
+            with self.subTest(what=label):
+                got = self.assert_same(a, **kw)
+                self.assertEqual(got[0], "error", label)
+
+    def test_plans_follow_the_shapes(self):
+        # One plan per shape: alternating M and in-place calls reuse the right struct.
+        args = self.cases["op_entropy"]
+        m = args[0].shape[0]
+        for rows in (m, 3, m, 1, 3):
+            a = [x[:rows].clone() if x.dim() and x.shape[0] == m else x for x in args]
+            got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*a))
+            self.assertEqual(route, "fast")
+            np.testing.assert_array_equal(bits(got), self.want["op_entropy"][:rows])
+
+    def test_version_counter_as_the_registered_op(self):
+        if _eager._bump is None:
+            self.skipTest("torch %s has no torch.autograd.graph.increment_version"
+                          % torch.__version__)
+        args = self.cases["op_exact"]
+        out = torch.empty_like(args[7])
+        with mock.patch.object(_torch_op, "registered", True):
+            v = out._version
+            minimax_h3_nvfp4_out_proj(*args, out=out)
+            self.assertEqual(out._version, v + 1)
+
+    def test_no_compiler_import_on_a_call(self):
+        # A fresh process: importing the package and calling it on CPU tensors imports none
+        # of the compiler stack (the fast path never enters torch's op dispatch).
+        script = textwrap.dedent("""
+            import json, sys
+            import torch
+            heavy = json.loads(sys.argv[1])
+            before = [h for h in heavy if h in sys.modules]
+            import minimax_h3_nvfp4
+            from minimax_h3_nvfp4 import _torch_op, selftest
+            c = selftest.load_cases()["op_exact"]
+            def t(a):
+                if a.dtype.name == "uint16":
+                    return torch.from_numpy(a.view("int16").copy()).view(torch.bfloat16)
+                return torch.from_numpy(a.copy())
+            after_import = [h for h in heavy if h in sys.modules]
+            minimax_h3_nvfp4.minimax_h3_nvfp4_out_proj(*[t(c[a]) for a in selftest.ARGS])
+            after_call = [h for h in heavy if h in sys.modules]
+            print(json.dumps([before, after_import, after_call, _torch_op.stats]))
+        """)
+        import json
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        r = subprocess.run([sys.executable, "-c", script, json.dumps(hosttime.HEAVY)],
+                           capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        before, after_import, after_call, stats = json.loads(r.stdout.strip().splitlines()[-1])
+        print("compiler modules: loaded by torch %s, by the import %s, by the call %s; routes %s"
+              % (before, sorted(set(after_import) - set(before)),
+                 sorted(set(after_call) - set(after_import)), stats))
+        self.assertEqual(sorted(set(after_call) - set(after_import)), [])
+        self.assertEqual(stats, {"fast": 1, "op": 0})
 
 
 class ModuleTest(unittest.TestCase):
