@@ -554,6 +554,8 @@ class WeightQuantizerTest(unittest.TestCase):
               "max %.3f, %d runs after 3 warm-up); CPU tensor path %.1f ms (one run)"
               % (times[len(times) // 2], times[0], times[-1], len(times), cpu_ms),
               file=sys.stderr)
+
+
 def on_route(fast, fn):
     """fn() with the eager fast path on or off; asserts the route that ran it."""
     saved = _eager.enabled
