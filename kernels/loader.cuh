@@ -127,6 +127,11 @@ struct Loader {
     const int stage = a.pos.stage;
     if (!ptx::MbarTest(&st.empty[stage], a.pos.phase ^ 1u)) return RingState::kWaitSlot;
     Variant::Pause(PauseSite::kLoaderStage, static_cast<uint32_t>(a.ks));
+    if (Variant::Withholds(Handoff::kFill, kRingA, mt, nt, a.ks)) {  // the stage never fills
+      sfa.Advance();
+      a.Next(ksteps);
+      return RingState::kIssued;
+    }
     if (a.ks == 0) PrefetchResidual(mt, nt);
     // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
     const bool box = sfa.sub == 0;
@@ -160,22 +165,26 @@ struct Loader {
     }
     const int slot = ring * Cfg::kStages + w.pos.stage;
     if (!ptx::MbarTest(&st.empty_b[slot], w.pos.phase ^ 1u)) return RingState::kWaitSlot;
-    ptx::MbarArriveExpectTx(&st.full_b[slot], Cfg::kBStageBytes);
-    LoadB(ring, w.pos.stage, &st.full_b[slot], w.ks, nt);
+    if (!Variant::Withholds(Handoff::kFill, kRingB0 + ring, w.sched.mt, nt, w.ks)) {
+      ptx::MbarArriveExpectTx(&st.full_b[slot], Cfg::kBStageBytes);
+      LoadB(ring, w.pos.stage, &st.full_b[slot], w.ks, nt);
+    }
     w.Next(ksteps);
     return RingState::kIssued;
   }
   // What the load warp waits for after a round that issued nothing (bounded_wait.cuh).
   __device__ __forceinline__ WaitSite Waiting(RingState sa, int b_waiting) const {
     if (sa == RingState::kWaitReady) {
-      return {WaitKind::kChunkReady, ready_chunk + 1, 0, a.sched.mt, a.sched.nt, kLoaderBound};
+      return {WaitKind::kChunkReady, ready_chunk + 1, 0, a.sched.mt, a.sched.nt,
+              Variant::kLoaderBound};
     }
     if (sa == RingState::kWaitSlot) {
       return {WaitKind::kSlotA, a.pos.stage, static_cast<int>(a.pos.phase ^ 1u), a.sched.mt,
-              a.sched.nt, kLoaderBound};
+              a.sched.nt, Variant::kLoaderBound};
     }
     const RingWalk<Cfg, Cfg::kStages>& w = b_waiting == 0 ? b0 : b1;
-    return {WaitKind::kSlotB, b_waiting, w.pos.stage, w.sched.mt, w.sched.nt, kLoaderBound};
+    return {WaitKind::kSlotB, b_waiting, w.pos.stage, w.sched.mt, w.sched.nt,
+            Variant::kLoaderBound};
   }
   __device__ __forceinline__ void Run() {
     uint64_t idle_since = 0;  // %globaltimer at the first round without progress; 0 otherwise
@@ -200,7 +209,7 @@ struct Loader {
       const uint64_t now = ptx::GlobalTimerNs();
       if (idle_since == 0) {
         idle_since = now;
-      } else if (now - idle_since > p.wait_limit_ns * kLoaderBound) {
+      } else if (now - idle_since > p.wait_limit_ns * Variant::kLoaderBound) {
         GiveUpWaiting(p, Waiting(sa, b_waiting), now - idle_since);
       }
       if (sa == RingState::kWaitSlot) {

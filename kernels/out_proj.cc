@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -170,16 +171,21 @@ absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelB
 }
 
 // The stall report of the current context, if a kernel wrote one.
-std::string StallMessageOfCurrentContext() {
+std::optional<kernels::StallReport> StallReportOfCurrentContext() {
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
-  if (!ctx.ok()) return "";
+  if (!ctx.ok()) return std::nullopt;
   const kernels::StallReport* r = kernels::StallReportOf(*ctx, nullptr, /*allocate=*/false);
-  if (r == nullptr) return "";
+  if (r == nullptr) return std::nullopt;
   const volatile kernels::StallReport* v = r;
-  if (v->state != 1u) return "";
+  if (v->state != 1u) return std::nullopt;
   kernels::StallReport copy;
   std::memcpy(&copy, const_cast<const kernels::StallReport*>(r), sizeof(copy));
-  return kernels::StallMessage(copy);
+  return copy;
+}
+
+std::string StallMessageOfCurrentContext() {
+  const std::optional<kernels::StallReport> r = StallReportOfCurrentContext();
+  return r.has_value() ? kernels::StallMessage(*r) : "";
 }
 
 absl::Status CheckPtr(const char* name, const void* p, uintptr_t align) {
@@ -293,6 +299,8 @@ absl::StatusOr<std::string> OutProjBackendName(Sm90Emulation sm90_emulation) {
 }
 
 namespace internal {
+
+std::optional<kernels::StallReport> OutProjStallReport() { return StallReportOfCurrentContext(); }
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels) {

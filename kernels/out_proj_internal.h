@@ -7,14 +7,21 @@
 
 #include <cuda_runtime.h>
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "kernels/kernel_set.h"
 #include "kernels/out_proj.h"
+#include "kernels/stall.h"
 
 namespace h3::internal {
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels);
+
+// The current context's stall report (kernels/stall.h) as the kernel wrote it, if one was written:
+// the stall test checks its fields (OutProjStallStatus gives the same as a message).
+std::optional<kernels::StallReport> OutProjStallReport();
 
 }  // namespace h3::internal
 

@@ -37,17 +37,19 @@ namespace h3::kernels {
 // t % 2 (config.cuh: never lapped). Timing only: the rings' mbarriers order every shared-memory
 // access, this keeps the groups apart. Deadlock-free: the leader reaches that lead on A stages
 // the trailer no longer holds (config.cuh kSkewStages).
+template <class Variant>
 __device__ __forceinline__ void SkewGate(uint64_t (&gate)[2], uint32_t t, const OutProjParams& p,
                                          int mt, int nt) {
   const int g = static_cast<int>(t & 1), phase = static_cast<int>((t >> 1) & 1);
-  MbarWaitBounded(&gate[g], phase, p, {WaitKind::kSkewGate, g, phase, mt, nt, kGateBound});
+  MbarWaitBounded(&gate[g], phase, p,
+                  {WaitKind::kSkewGate, g, phase, mt, nt, Variant::kGateBound});
 }
 
 // One tile's stages, one ConsumeStage each. A warp whose tile lies beyond N (half a tile at the
 // end of N) only keeps the rings' pace; a skewed group without an N half in this tile (has_b
 // false) touches only the A ring. One thread of the leading group (publish) arrives on the tile's
-// gate kSkewStages stages in (SkewGate).
-template <class Cfg, class Arch>
+// gate kSkewStages stages in (SkewGate). Variant: the stall test's withheld hand-offs and bounds.
+template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt, int nt,
                                                   SharedStorage<Cfg>& st,
                                                   RingPos<Cfg::kAStages>& ra,
@@ -60,12 +62,12 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
   for (int ks = 0; ks < ksteps; ++ks) {
     MbarWaitBounded(&st.full[ra.stage], ra.phase, p,
                     {WaitKind::kFullA, ra.stage, static_cast<int>(ra.phase), mt, nt,
-                     kConsumerBound});
+                     Variant::kConsumerBound});
     const int slot_b = group * Cfg::kStages + rb.stage;
     if (Cfg::kSkewed && has_b) {
       MbarWaitBounded(&st.full_b[slot_b], rb.phase, p,
                       {WaitKind::kFullB, slot_b, static_cast<int>(rb.phase), mt, nt,
-                       kConsumerBound});
+                       Variant::kConsumerBound});
     }
     if (active) {
       const int sb = Cfg::kSkewed ? rb.stage : ra.stage;
@@ -73,13 +75,20 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
                               warp_m * Cfg::kWarpTileM, n_base, acc);
     }
     sfa.Advance();
-    ptx::MbarArrive(&st.empty[ra.stage]);
+    if (!Variant::Withholds(Handoff::kRelease, kRingA, mt, nt, ks)) {
+      ptx::MbarArrive(&st.empty[ra.stage]);
+    }
     ra.Advance();
     if (Cfg::kSkewed && has_b) {
-      ptx::MbarArrive(&st.empty_b[slot_b]);
+      if (!Variant::Withholds(Handoff::kRelease, kRingB0 + group, mt, nt, ks)) {
+        ptx::MbarArrive(&st.empty_b[slot_b]);
+      }
       rb.Advance();
     }
-    if (publish != nullptr && ks == publish_at) ptx::MbarArrive(publish);
+    if (publish != nullptr && ks == publish_at &&
+        !Variant::Withholds(Handoff::kGateArrive, kRingA, mt, nt, ks)) {
+      ptx::MbarArrive(publish);
+    }
   }
 }
 
@@ -108,14 +117,14 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;  // this warp's first column
     if (Cfg::kSkewed && group == 1) {
       Variant::Pause(PauseSite::kTrailerTile, t);
-      SkewGate(st.gate, t, p, sched.mt, sched.nt);
+      SkewGate<Variant>(st.gate, t, p, sched.mt, sched.nt);
     }
     WarpAcc<Cfg> acc;
     acc.Zero();
     const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, sched.nt) < p.n;
-    ConsumeTileStages<Cfg, Arch>(p, sched.mt, sched.nt, st, ra, rb, sfa, ksteps, group, warp_m,
-                                 warp_n, has_b,
-                                 mma_on && col0 < p.n, publisher ? &st.gate[t & 1] : nullptr, acc);
+    ConsumeTileStages<Cfg, Arch, Variant>(p, sched.mt, sched.nt, st, ra, rb, sfa, ksteps, group,
+                                          warp_m, warp_n, has_b, mma_on && col0 < p.n,
+                                          publisher ? &st.gate[t & 1] : nullptr, acc);
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
     Variant::template Epilogue<Cfg, Arch>(acc, row0, col0, p, alpha);

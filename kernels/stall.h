@@ -25,6 +25,15 @@ enum class WaitKind : uint32_t {
   kFullStaged = 7,  // fast sm_90 consumer: ring stage a filled (phase b)
 };
 
+// The hand-offs those waits wait for, as the stall test withholds them (variant.cuh
+// Variant::Withholds) to make one kind of wait give up: the load warp filling a ring stage
+// (kFullA / kFullB), every consumer thread releasing one (kSlotA / kSlotB), the leading group
+// arriving on the trailing group's skew gate (kSkewGate).
+enum class Handoff : uint32_t { kFill, kRelease, kGateArrive };
+// Rings as Withholds names them: the A ring (lockstep: the ring); consumer group g's B ring is
+// kRingB0 + g.
+inline constexpr int kRingA = 0, kRingB0 = 1;
+
 // Written once per call at most (the stall word decides who), `state` last.
 struct StallReport {
   uint32_t state;  // 0: nothing to report; 1: the fields below are written
