@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace h3 {
 
@@ -75,12 +75,18 @@ JsonValue& JsonValue::Set(absl::string_view key) {
 
 const char* JsonValue::TypeName() const {
   switch (kind) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "bool";
-    case Kind::kNumber: return integer ? "int" : "float";
-    case Kind::kString: return "string";
-    case Kind::kArray: return "array";
-    case Kind::kObject: return "object";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kNumber:
+      return integer ? "int" : "float";
+    case Kind::kString:
+      return "string";
+    case Kind::kArray:
+      return "array";
+    case Kind::kObject:
+      return "object";
   }
   return "?";
 }
@@ -102,8 +108,8 @@ class Parser {
 
   absl::StatusOr<JsonValue> Document() {
     if (s_.size() > kJsonMaxBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "JSON text of %d bytes; at most %d are read", s_.size(), kJsonMaxBytes));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("JSON text of %d bytes; at most %d are read", s_.size(), kJsonMaxBytes));
     }
     if (absl::Status u = CheckUtf8(); !u.ok()) return u;
     JsonValue v;
@@ -119,8 +125,7 @@ class Parser {
 
  private:
   absl::Status Error() const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("invalid JSON at byte %d: %s", pos_, why_));
+    return absl::InvalidArgumentError(absl::StrFormat("invalid JSON at byte %d: %s", pos_, why_));
   }
 
   bool Fail(const char* why) {
@@ -136,8 +141,10 @@ class Parser {
       const unsigned c = b[i];
       int len = 0;
       unsigned lo = 0x80, hi = 0xBF;
-      if (c < 0x80) len = 1;
-      else if (c >= 0xC2 && c <= 0xDF) len = 2;
+      if (c < 0x80)
+        len = 1;
+      else if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
       else if (c >= 0xE0 && c <= 0xEF) {
         len = 3;
         if (c == 0xE0) lo = 0xA0;
@@ -279,10 +286,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = s_[pos_ + i];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
-      else return Fail("a \\u escape needs 4 hex digits");
+      if (c >= '0' && c <= '9')
+        v |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return Fail("a \\u escape needs 4 hex digits");
     }
     pos_ += 4;
     *cp = v;
@@ -308,14 +319,30 @@ class Parser {
       if (pos_ >= s_.size()) return Fail("unterminated string");
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t cp = 0;
           if (!Hex4(&cp)) return false;
@@ -333,7 +360,9 @@ class Parser {
           AppendUtf8(cp, out);
           break;
         }
-        default: --pos_; return Fail("an invalid escape in a string");
+        default:
+          --pos_;
+          return Fail("an invalid escape in a string");
       }
     }
   }
@@ -396,13 +425,27 @@ void WriteString(absl::string_view s, std::string* out) {
     const unsigned c = b[i];
     if (c < 0x80) {
       switch (c) {
-        case '"': *out += "\\\""; break;
-        case '\\': *out += "\\\\"; break;
-        case '\n': *out += "\\n"; break;
-        case '\r': *out += "\\r"; break;
-        case '\t': *out += "\\t"; break;
-        case '\b': *out += "\\b"; break;
-        case '\f': *out += "\\f"; break;
+        case '"':
+          *out += "\\\"";
+          break;
+        case '\\':
+          *out += "\\\\";
+          break;
+        case '\n':
+          *out += "\\n";
+          break;
+        case '\r':
+          *out += "\\r";
+          break;
+        case '\t':
+          *out += "\\t";
+          break;
+        case '\b':
+          *out += "\\b";
+          break;
+        case '\f':
+          *out += "\\f";
+          break;
         default:
           if (c >= 0x20 && c < 0x7F) {
             out->push_back(static_cast<char>(c));
@@ -441,10 +484,18 @@ void Write(const JsonValue& v, int indent, std::string* out) {
     out->append(static_cast<size_t>(n), ' ');
   };
   switch (v.kind) {
-    case JsonValue::Kind::kNull: *out += "null"; return;
-    case JsonValue::Kind::kBool: *out += v.boolean ? "true" : "false"; return;
-    case JsonValue::Kind::kNumber: *out += v.text; return;
-    case JsonValue::Kind::kString: WriteString(v.text, out); return;
+    case JsonValue::Kind::kNull:
+      *out += "null";
+      return;
+    case JsonValue::Kind::kBool:
+      *out += v.boolean ? "true" : "false";
+      return;
+    case JsonValue::Kind::kNumber:
+      *out += v.text;
+      return;
+    case JsonValue::Kind::kString:
+      WriteString(v.text, out);
+      return;
     case JsonValue::Kind::kArray:
       if (v.array.empty()) {
         *out += "[]";

@@ -59,11 +59,11 @@ TEST(Json, AcceptsWhatPythonAccepts) {
       {"{1: 2}", false},
       {"{'a': 1}", false},
       {"[] []", false},
-      {"\xef\xbb\xbf{}", false},  // a BOM: json.loads refuses it
-      {"\"\xff\"", false},        // not UTF-8
-      {"\"\xc0\xaf\"", false},    // overlong
-      {"\"\xed\xa0\x80\"", false},  // an encoded surrogate
-      {"\"\xe2\x82\"", false},    // truncated sequence
+      {"\xef\xbb\xbf{}", false},        // a BOM: json.loads refuses it
+      {"\"\xff\"", false},              // not UTF-8
+      {"\"\xc0\xaf\"", false},          // overlong
+      {"\"\xed\xa0\x80\"", false},      // an encoded surrogate
+      {"\"\xe2\x82\"", false},          // truncated sequence
       {"\"\xf4\x90\x80\x80\"", false},  // past U+10FFFF
   };
   for (const Case& c : cases) {

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/kernel_set.h"
 #include "kernels/out_proj.h"
 
@@ -15,6 +16,11 @@ namespace h3::internal {
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels);
+
+// The config a call with `args` runs on the current device: args.tile, or for kAuto the tuning
+// cache's choice (kernels/tune_cache.h; the file is read at the process's first kAuto call).
+// For tests: which config kAuto picked is not observable in the output.
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args);
 
 }  // namespace h3::internal
 

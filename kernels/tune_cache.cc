@@ -33,23 +33,24 @@ std::string Quoted(absl::string_view s) { return WriteJson(JsonValue::String(std
 
 // Python's tuning.Cache._parse: the usable entries of this library version, or an error naming
 // what makes the document no cache at all.
-absl::Status Parse(const JsonValue& doc, absl::string_view library_version,
-                   std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t,
-                                                                          std::string>>>>* entries,
-                   std::set<std::string>* foreign) {
+absl::Status Parse(
+    const JsonValue& doc, absl::string_view library_version,
+    std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, std::string>>>>*
+        entries,
+    std::set<std::string>* foreign) {
   const JsonValue* format = doc.Find("format");
   if (format == nullptr || format->kind != JsonValue::Kind::kString ||
       format->text != kTuneCacheFormat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format must be ", Quoted(kTuneCacheFormat), ", got ",
-        doc.kind != JsonValue::Kind::kObject ? doc.TypeName()
-        : format == nullptr                  ? "none"
-                                             : WriteJson(*format).substr(0, 80)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("format must be ", Quoted(kTuneCacheFormat), ", got ",
+                     doc.kind != JsonValue::Kind::kObject ? doc.TypeName()
+                     : format == nullptr                  ? "none"
+                                                          : WriteJson(*format).substr(0, 80)));
   }
   const JsonValue* devices = doc.Find("devices");
   if (devices == nullptr || devices->kind != JsonValue::Kind::kObject) {
-    return absl::InvalidArgumentError(absl::StrCat("devices must be an object, got ",
-                                                   devices == nullptr ? "none" : devices->TypeName()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "devices must be an object, got ", devices == nullptr ? "none" : devices->TypeName()));
   }
   for (const auto& [key, dev] : devices->object) {
     const JsonValue* version = dev.Find("library_version");
@@ -79,8 +80,8 @@ absl::Status Parse(const JsonValue& doc, absl::string_view library_version,
         const JsonValue* m = row.Find("m");
         const JsonValue* tile = row.Find("tile");
         int64_t mv = 0;
-        if (m == nullptr || !m->AsInt64(&mv) || mv < 1 || mv > kTuneMaxBucketM ||
-            tile == nullptr || tile->kind != JsonValue::Kind::kString) {
+        if (m == nullptr || !m->AsInt64(&mv) || mv < 1 || mv > kTuneMaxBucketM || tile == nullptr ||
+            tile->kind != JsonValue::Kind::kString) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "shape %s: a bucket must have an integer m in [1, %d] and a tile name, got %s",
               Quoted(skey), kTuneMaxBucketM, WriteJson(row).substr(0, 120)));
@@ -164,22 +165,21 @@ TuneCache TuneCache::FromText(absl::string_view text, absl::string_view path,
   cache.library_version_ = std::string(library_version);
   absl::StatusOr<JsonValue> doc = ParseJson(text);
   std::set<std::string> foreign;
-  absl::Status s = doc.ok() ? Parse(*doc, library_version, &cache.entries_, &foreign) : doc.status();
+  absl::Status s =
+      doc.ok() ? Parse(*doc, library_version, &cache.entries_, &foreign) : doc.status();
   if (!s.ok()) {
     cache.entries_.clear();
-    warnings->push_back(absl::StrCat(
-        "the tuning cache ", path, " is not a valid cache (", s.message(), ")", kIgnored,
-        " (rerun `python -m minimax_h3_nvfp4 tune` or delete it)"));
+    warnings->push_back(absl::StrCat("the tuning cache ", path, " is not a valid cache (",
+                                     s.message(), ")", kIgnored,
+                                     " (rerun `python -m minimax_h3_nvfp4 tune` or delete it)"));
     return cache;
   }
   if (!foreign.empty()) {
-    std::vector<std::string> quoted;
-    for (const std::string& v : foreign) quoted.push_back(Quoted(v));
-    warnings->push_back(absl::StrCat("the tuning cache ", path, " holds entries of minimax_h3_nvfp4 ",
-                                     absl::StrJoin(quoted, ", "), ", not this version (",
-                                     library_version,
-                                     "); those are ignored (rerun `python -m minimax_h3_nvfp4 "
-                                     "tune`)"));
+    warnings->push_back(
+        absl::StrCat("the tuning cache ", path, " holds entries of minimax_h3_nvfp4 ",
+                     absl::StrJoin(foreign, ", "), ", not this version (", library_version,
+                     "); those are ignored (rerun `python -m minimax_h3_nvfp4 "
+                     "tune`)"));
   }
   return cache;
 }
@@ -215,10 +215,9 @@ TuneCache::Choice TuneCache::Choose(const TuneDevice& device, int64_t m, int64_t
     if (!entries_.empty()) {
       std::vector<std::string> keys;
       for (const auto& [k2, unused] : entries_) keys.push_back(k2);
-      warnings->push_back(absl::StrCat("the tuning cache ", path_,
-                                       " has no entry for this device (", key,
-                                       "; it holds: ", absl::StrJoin(keys, "; "),
-                                       "); tile auto uses the built-in heuristic"));
+      warnings->push_back(absl::StrCat(
+          "the tuning cache ", path_, " has no entry for this device (", key,
+          "; it holds: ", absl::StrJoin(keys, "; "), "); tile auto uses the built-in heuristic"));
     }
     return heuristic;
   }
@@ -228,9 +227,9 @@ TuneCache::Choice TuneCache::Choose(const TuneDevice& device, int64_t m, int64_t
   for (const auto& [bm, unused] : shape->second) ms.push_back(bm);
   const int64_t bucket = NearestTuneBucket(ms, m);
   const std::string& name =
-      std::find_if(shape->second.begin(), shape->second.end(),
-                   [bucket](const auto& row) { return row.first == bucket; })
-          ->second;
+      std::find_if(shape->second.begin(), shape->second.end(), [bucket](const auto& row) {
+        return row.first == bucket;
+      })->second;
   const OutProjTileInfo* info = FindOutProjTileByName(name);
   if (info == nullptr) {
     warnings->push_back(absl::StrCat("the tuning cache ", path_, " names tile ", Quoted(name),

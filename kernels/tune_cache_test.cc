@@ -95,7 +95,7 @@ TEST(TuneCache, ReadsWhatPythonWrites) {
       {&kH200, 4096, 5376, 7168, "fast", OutProjTile::k128x256, true},
       {&kH200, 4096, 5376, 4096, "faithful", kOutProjTileDefault, false},  // shape not tuned
       {&kRtx5090, 127, 256, 512, "native", OutProjTile::k128x256, true},
-      {&kRtx5090, 128, 256, 512, "native", OutProjTile::k128x256, true},   // 2^7: tie -> 1
+      {&kRtx5090, 128, 256, 512, "native", OutProjTile::k128x256, true},  // 2^7: tie -> 1
       {&kRtx5090, 129, 256, 512, "native", OutProjTile::k128x256Lockstep, true},
       {&kRtx5090, 128, 5376, 7168, "native", OutProjTile::k128x128, false},  // heuristic
       {&kRtx5090, 4096, 5376, 7168, "native", kOutProjTileDefault, false},
@@ -123,7 +123,7 @@ TEST(TuneCache, RecordKeepsOthersAndReplacesItsShape) {
   ASSERT_TRUE(RecordTuneWinners(path, kH200, 256, 512, "faithful", {{1, "128x128"}}, "9.9").ok());
   c = TuneCache::FromFile(path, &warnings, kVer);
   ASSERT_EQ(warnings.size(), 1u);  // only 9.9's entry is left: foreign
-  EXPECT_NE(warnings[0].find("\"9.9\", not this version (0.1.0)"), std::string::npos)
+  EXPECT_NE(warnings[0].find("minimax_h3_nvfp4 9.9, not this version (0.1.0)"), std::string::npos)
       << warnings[0];
   EXPECT_TRUE(c.empty());
   // A corrupt file is replaced.
@@ -163,7 +163,10 @@ TEST(TuneCache, CorruptOrForeignIgnoredWithOneWarning) {
       {"empty file", "", "not a valid cache (invalid JSON at byte 0"},
       {"truncated", good.substr(0, good.size() / 2), "not a valid cache (invalid JSON"},
       {"truncated by one byte", good.substr(0, good.size() - 2), "invalid JSON"},
-      {"binary", "\x7f" "ELF\x02\x01\x01", "invalid JSON at byte 0: expected a value"},
+      {"binary",
+       "\x7f"
+       "ELF\x02\x01\x01",
+       "invalid JSON at byte 0: expected a value"},
       {"not UTF-8", "{\"format\": \"\xff\xfe\"}", "not UTF-8 (byte 0xff)"},
       {"not an object", "[1, 2]", "format must be"},
       {"other format", "{\"format\": \"minimax_h3_nvfp4 tune cache 2\", \"devices\": {}}",
@@ -176,7 +179,8 @@ TEST(TuneCache, CorruptOrForeignIgnoredWithOneWarning) {
        absl::StrCat("{\"format\": \"", kTuneCacheFormat, "\", \"devices\": {\"x\": {}}}"),
        "library_version string"},
       {"shapes a list",
-       absl::StrCat("{\"format\": \"", kTuneCacheFormat, "\", \"devices\": {\"x\": "
+       absl::StrCat("{\"format\": \"", kTuneCacheFormat,
+                    "\", \"devices\": {\"x\": "
                     "{\"library_version\": \"0.1.0\", \"shapes\": []}}}"),
        "shapes must be an object"},
       {"buckets an object", doc_with_rows("{}"), "buckets must be an array"},
@@ -192,7 +196,7 @@ TEST(TuneCache, CorruptOrForeignIgnoredWithOneWarning) {
       {"other library version",
        absl::StrCat("{\"format\": \"", kTuneCacheFormat, "\", \"devices\": {\"", key,
                     "\": {\"library_version\": \"0.0.9\"}}}"),
-       "holds entries of minimax_h3_nvfp4 \"0.0.9\", not this version (0.1.0)"},
+       "holds entries of minimax_h3_nvfp4 0.0.9, not this version (0.1.0)"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;
@@ -262,9 +266,9 @@ TEST(TuneCache, KeysAndHeuristic) {
     OutProjTile want;
   };
   const Row rows[] = {
-      {12, 1, OutProjTile::k128x128},     {12, 512, OutProjTile::k128x128},
-      {12, 513, kOutProjTileDefault},     {12, 75856, kOutProjTileDefault},
-      {9, 1, kOutProjTileDefault},        {9, 128, kOutProjTileDefault},
+      {12, 1, OutProjTile::k128x128}, {12, 512, OutProjTile::k128x128},
+      {12, 513, kOutProjTileDefault}, {12, 75856, kOutProjTileDefault},
+      {9, 1, kOutProjTileDefault},    {9, 128, kOutProjTileDefault},
       {10, 128, kOutProjTileDefault},
   };
   for (const Row& r : rows) {
