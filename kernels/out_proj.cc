@@ -4,14 +4,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -28,6 +32,7 @@
 #include "kernels/stall.h"
 #include "kernels/stall_host.h"
 #include "kernels/tiles.h"
+#include "kernels/tune_cache.h"
 
 namespace h3 {
 namespace {
@@ -170,6 +175,52 @@ absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelB
   return ctas;
 }
 
+// The config kAuto runs on the current device (kernels/tune_cache.h): the tuning cache's winner
+// for this device, shape and M, else the heuristic. The cache file is read at the first kAuto
+// call of the process, each device's properties are asked once; after that a call costs a lock
+// and a few map lookups. Nothing here enqueues work or synchronizes, so a kAuto call - the
+// first of the process included - may be captured. Each warning is printed once per process.
+absl::StatusOr<OutProjTile> ResolveTile(const OutProjArgs& a) {
+  if (a.tile != OutProjTile::kAuto) return a.tile;
+  struct State {
+    std::mutex mu;
+    std::optional<TuneCache> cache;
+    std::map<int, TuneDevice> devices;
+    std::set<std::string> said;
+  };
+  static State* state = new State;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(state->mu);
+  std::vector<std::string> warnings;
+  if (!state->cache.has_value()) state->cache = TuneCache::FromFile(TuneCachePath(), &warnings);
+  auto it = state->devices.find(dev);
+  if (it == state->devices.end()) {
+    cudaDeviceProp p;
+    int driver = 0;
+    e = cudaGetDeviceProperties(&p, dev);
+    if (e == cudaSuccess) e = cudaDriverGetVersion(&driver);
+    if (e != cudaSuccess) return CudaError(e, "reading the device properties (tile auto)");
+    TuneDevice d;
+    d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
+    d.major = p.major;
+    d.minor = p.minor;
+    d.sm_count = p.multiProcessorCount;
+    d.driver_version = driver;
+    it = state->devices.emplace(dev, std::move(d)).first;
+  }
+  const TuneCache::Choice choice = state->cache->Choose(
+      it->second, a.m, a.n, a.k,
+      TuneVariant(it->second.major, a.sm90_emulation == Sm90Emulation::kFast), &warnings);
+  for (const std::string& w : warnings) {
+    if (state->said.insert(w).second) {
+      std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
+    }
+  }
+  return choice.tile;
+}
+
 // The stall report of the current context, if a kernel wrote one.
 std::optional<kernels::StallReport> StallReportOfCurrentContext() {
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
@@ -302,13 +353,20 @@ namespace internal {
 
 std::optional<kernels::StallReport> OutProjStallReport() { return StallReportOfCurrentContext(); }
 
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args) {
+  return ResolveTile(args);
+}
+
+
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels) {
   if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
   if (args.m == 0) return absl::OkStatus();
   absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
   if (!kind.ok()) return kind.status();
-  const OutProjTile tile = FindOutProjTile(args.tile)->tile;  // kAuto resolved
+  absl::StatusOr<OutProjTile> tile_or = ResolveTile(args);  // kAuto: the tuning cache's choice
+  if (!tile_or.ok()) return tile_or.status();
+  const OutProjTile tile = *tile_or;
   absl::StatusOr<int> resident_ctas = ResidentCtas(kernels, kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
   absl::StatusOr<uint64_t> wait_limit = kernels::WaitLimitNs();

@@ -62,7 +62,12 @@ struct OutProjArgs {
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
   // The SM120 kernel's tile config (sm_120f, and the faithful sm_90 emulation of it; the fast
   // sm_90 build ignores it): kAuto or an entry of the registry, kernels/tiles.h. All are exact to
-  // the same contract; they differ in speed only.
+  // the same contract; they differ in speed only. kAuto resolves per call on the host, without
+  // synchronizing: the tuning cache's winner for this device, N, K and M's bucket (the file
+  // Python's tune and the bench's --write_tune_cache write: $MINIMAX_H3_NVFP4_TUNE_CACHE, else
+  // ~/.cache/minimax_h3_nvfp4/tune.json, read once per process), else a heuristic
+  // (kernels/tune_cache.h). A cache that is corrupt or of another version is ignored with one
+  // warning on stderr.
   OutProjTile tile = OutProjTile::kAuto;
 };
 

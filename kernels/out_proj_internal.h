@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/kernel_set.h"
 #include "kernels/out_proj.h"
 #include "kernels/stall.h"
@@ -22,6 +23,12 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 // The current context's stall report (kernels/stall.h) as the kernel wrote it, if one was written:
 // the stall test checks its fields (OutProjStallStatus gives the same as a message).
 std::optional<kernels::StallReport> OutProjStallReport();
+
+// The config a call with `args` runs on the current device: args.tile, or for kAuto the tuning
+// cache's choice (kernels/tune_cache.h; the file is read at the process's first kAuto call).
+// For tests: which config kAuto picked is not observable in the output.
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args);
+
 
 }  // namespace h3::internal
 

@@ -9,8 +9,9 @@
 // Adding a config: define its OutProjConfig in config.cuh (its static_asserts check the shared-
 // memory budget and the pipeline), add one H3_OUT_PROJ_TILE line below with a fresh code (codes
 // are ABI: never reuse one), and run the GPU tests, which cover every registered config. The
-// first line is what kAuto runs in C++ and the tools; Python's tile="auto" first looks at the
-// tuning cache and a small-M heuristic (python/minimax_h3_nvfp4/tuning.py), then falls back to it.
+// first line is the default. kAuto (C++, the C ABI's code 0, Python's and the tools' "auto") is
+// one choice everywhere: the tuning cache's winner for the device, shape and M, else a small-M
+// heuristic, else the default (kernels/tune_cache.h, python/minimax_h3_nvfp4/tuning.py).
 //
 //   X(enumerator, code, name, config type in h3::kernels, what it is)
 #define H3_OUT_PROJ_TILES(X)                                                                    \
@@ -25,7 +26,7 @@
 
 namespace h3 {
 
-// The tile config of one call: kAuto (code 0) or a registry entry.
+// The tile config of one call: kAuto (code 0: chosen per call, see above) or a registry entry.
 enum class OutProjTile : int32_t {
   kAuto = 0,
 #define H3_TILE_ENUMERATOR(id, code, name, cfg, what) id = code,
@@ -47,10 +48,11 @@ inline constexpr OutProjTileInfo kOutProjTiles[] = {
 };
 inline constexpr int kOutProjTileCount = sizeof(kOutProjTiles) / sizeof(kOutProjTiles[0]);
 
-// What kAuto runs: the registry's first config.
+// The registry's first config: what kAuto runs where neither the cache nor the heuristic decides.
 inline constexpr OutProjTile kOutProjTileDefault = kOutProjTiles[0].tile;
 
-// The registry entry of `tile` (kAuto: the default's), or nullptr for a code not registered.
+// The registry entry of `tile` (kAuto: the default's, whatever a call resolves it to), or nullptr
+// for a code not registered.
 constexpr const OutProjTileInfo* FindOutProjTile(OutProjTile tile) {
   if (tile == OutProjTile::kAuto) tile = kOutProjTileDefault;
   for (const OutProjTileInfo& t : kOutProjTiles) {

@@ -162,7 +162,7 @@ absl::Status PrepareFused(BenchContext& c, const Inputs&) {
   return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
 }
 // Every config of the registry (kernels/tiles.h), all timed: SM120 owners see which is faster on
-// their part. `fused` is kAuto, the registry's first.
+// their part. `fused` is the registry's first, named: kAuto would follow the tuning cache.
 template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
   return RunFused(c, in, s, CheckMode::kAsync, kTile);
@@ -170,7 +170,7 @@ absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& 
 template <OutProjTile kTile>
 absl::Status CheckFused(BenchContext& c, const Inputs& in) {
   const std::string name =
-      kTile == OutProjTile::kAuto ? "fused" : absl::StrCat("fused_", FindOutProjTile(kTile)->name);
+      kTile == kOutProjTileDefault ? "fused" : absl::StrCat("fused_", FindOutProjTile(kTile)->name);
   return c.CheckOnce(name, in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
     H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile));
     H3_RETURN_IF_ERROR(CheckQuantized(in));
@@ -200,27 +200,33 @@ absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
 
 double FusedFlops(int64_t m) { return GemmFlops(m); }
 
+// The registry name of a config, for Contender::tile.
+constexpr const char* TileName(OutProjTile t) { return FindOutProjTile(t)->name; }
+
 constexpr Contender kContenders[] = {
-    {"copy", NoFlops, CopyBytes, Ready, NoCheck, EnqueueCopy},
-    {"quantize", NoFlops, QuantizeBytes, Ready, CheckQuantize, EnqueueQuantize},
-    {"bf16_gemm", GemmFlops, Bf16GemmBytes, PrepareBf16, CheckBf16, EnqueueBf16Gemm},
-    {"bf16_unfused", GemmFlops, Bf16UnfusedBytes, PrepareBf16, CheckBf16, EnqueueBf16Unfused},
-    {"nvfp4_unfused", GemmFlops, Nvfp4UnfusedBytes, PrepareNvfp4, CheckNvfp4, EnqueueNvfp4Unfused},
-    {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::kAuto>,
-     EnqueueFused<OutProjTile::kAuto>},
+    {"copy", NoFlops, CopyBytes, Ready, NoCheck, EnqueueCopy, nullptr},
+    {"quantize", NoFlops, QuantizeBytes, Ready, CheckQuantize, EnqueueQuantize, nullptr},
+    {"bf16_gemm", GemmFlops, Bf16GemmBytes, PrepareBf16, CheckBf16, EnqueueBf16Gemm, nullptr},
+    {"bf16_unfused", GemmFlops, Bf16UnfusedBytes, PrepareBf16, CheckBf16, EnqueueBf16Unfused,
+     nullptr},
+    {"nvfp4_unfused", GemmFlops, Nvfp4UnfusedBytes, PrepareNvfp4, CheckNvfp4, EnqueueNvfp4Unfused,
+     nullptr},
+    {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<kOutProjTileDefault>,
+     EnqueueFused<kOutProjTileDefault>, TileName(kOutProjTileDefault)},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
-     EnqueueFused<OutProjTile::k128x128>},
+     EnqueueFused<OutProjTile::k128x128>, TileName(OutProjTile::k128x128)},
     {"fused_lockstep", FusedFlops, FusedBytes, PrepareFused,
-     CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>},
+     CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
+     TileName(OutProjTile::k128x256Lockstep)},
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kNoEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kNoEpilogue>},
+     CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>, nullptr},
     {"fused_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>},
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>, nullptr},
     {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kOneGroupMma>,
-     EnqueueFusedNoEpilogue<OutProjTile::kAuto, TimingVariant::kOneGroupMma>},
+     CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>, nullptr},
 };
 
 }  // namespace

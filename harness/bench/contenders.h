@@ -8,7 +8,8 @@
 //   into cuBLASLt's
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
-//   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, default tile
+//   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, the registry's
+//                  default tile (named, not kAuto, which follows the tuning cache)
 //   fused_128x128  the same with OutProjTile::k128x128 (an alternative config)
 //   fused_lockstep the same with OutProjTile::k128x256Lockstep (the other alternative)
 //   fused_no_epilogue  timing only: `fused` without its epilogue (timing_variants.h kNoEpilogue;
@@ -42,6 +43,9 @@ struct Contender {
   absl::Status (*check)(BenchContext& ctx, const Inputs& in);
   // Enqueues one call on `set`, asynchronously, on ctx.stream().
   absl::Status (*enqueue)(BenchContext& ctx, const Inputs& in, const RotationSet& set);
+  // The registry config (kernels/tiles.h) it times whole, by name: what --write_tune_cache
+  // chooses among; nullptr for the baselines and the timing-only variants.
+  const char* tile;
 };
 
 // In registration (and so output) order: baselines first, so the fused op's ratio columns can

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -70,6 +71,16 @@ class BenchContext {
   }
   const double* FindTime(const std::string& contender, int64_t m) const;
 
+  // Every timed call (ms) of each registry config (Contender::tile) at each M whose check
+  // passed: what --write_tune_cache picks the winners from.
+  void RecordTuneTimes(const std::string& tile, int64_t m, const std::vector<float>& ms) {
+    std::vector<float>& all = tune_times_[tile][m];
+    all.insert(all.end(), ms.begin(), ms.end());
+  }
+  const std::map<std::string, std::map<int64_t, std::vector<float>>>& tune_times() const {
+    return tune_times_;
+  }
+
  private:
   BenchContext() = default;
   BenchOptions options_;
@@ -83,6 +94,7 @@ class BenchContext {
   std::map<std::pair<LtMatmul::Kind, int64_t>, std::unique_ptr<LtMatmul>> gemms_;
   std::map<std::pair<std::string, int64_t>, absl::Status> checks_;
   std::map<std::pair<std::string, int64_t>, double> times_;
+  std::map<std::string, std::map<int64_t, std::vector<float>>> tune_times_;
 };
 
 }  // namespace h3::bench

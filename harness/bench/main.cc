@@ -6,10 +6,18 @@
 //
 //   ./bazelw run -c opt //harness:bench -- --bench_m=4096,16384 --benchmark_repetitions=3
 //
+// --write_tune_cache[=PATH] also records, per M, the fastest registry config (median of its timed
+// calls, among those whose check passed) in the tuning cache that OutProjTile::kAuto and
+// Python's tile="auto" read (kernels/tune_cache.h; without PATH: $MINIMAX_H3_NVFP4_TUNE_CACHE,
+// else ~/.cache/minimax_h3_nvfp4/tune.json), as `python -m minimax_h3_nvfp4 tune` does.
+//
 // Statically linked but for libc/libstdc++ and the NVIDIA driver; cuBLASLt is loaded at run time
 // (cublas_lt.h), so the binary copies to a GPU machine as one file.
 
+#include <cuda_runtime.h>
+
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,13 +26,16 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
 #include "harness/bench/contenders.h"
 #include "harness/bench/context.h"
 #include "harness/bench/runner.h"
+#include "harness/bench/tune_winners.h"
 #include "harness/int_list_flag.h"
 #include "kernels/out_proj.h"
+#include "kernels/tune_cache.h"
 
 namespace h3 {
 
@@ -65,8 +76,77 @@ ABSL_FLAG(std::string, cublaslt, "libcublasLt.so.13",
           "the cuBLASLt to load: a soname (searched as the dynamic loader does, then in "
           "/usr/local/cuda/lib64 and beside the binary) or a path, e.g. PyTorch's own copy");
 
+ABSL_FLAG(std::string, write_tune_cache, "",
+          "after timing: record each M's fastest registry config in the tuning cache at this "
+          "path (\"default\" or the bare flag: $MINIMAX_H3_NVFP4_TUNE_CACHE, else "
+          "~/.cache/minimax_h3_nvfp4/tune.json), the file kAuto and Python's tile=\"auto\" read");
+
 namespace h3::bench {
 namespace {
+
+constexpr char kDefaultCache[] = "default";
+
+// --write_tune_cache: the winners among the registry configs this run timed, recorded as
+// tuning.py's record() does. Says what it wrote on stderr.
+int WriteTuneCache(const BenchContext& ctx, const std::vector<int64_t>& ms, int64_t k,
+                   const std::string& flag) {
+  const std::string path = flag == kDefaultCache ? TuneCachePath() : flag;
+  const cudaDeviceProp& p = ctx.device().prop;
+  TuneDevice device;
+  device.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
+  device.major = p.major;
+  device.minor = p.minor;
+  device.sm_count = p.multiProcessorCount;
+  if (cudaDriverGetVersion(&device.driver_version) != cudaSuccess) device.driver_version = 0;
+  const bool fast = ctx.options().sm90_emulation == Sm90Emulation::kFast;
+  const char* variant = TuneVariant(device.major, fast);
+  std::vector<int64_t> skipped;
+  const std::vector<TuneWinner> winners =
+      PickTuneWinners(ctx.tune_times(), ms, device.major == 9 && fast, &skipped);
+  for (int64_t m : skipped) {
+    std::fprintf(stderr,
+                 "tune cache: M=%lld: no registry config was timed and checked; not "
+                 "recorded\n",
+                 static_cast<long long>(m));
+  }
+  if (winners.empty()) {
+    std::fprintf(stderr,
+                 "tune cache: nothing to record (run the fused contenders: "
+                 "--benchmark_filter must match fused, fused_128x128, fused_lockstep)\n");
+    return 1;
+  }
+  const absl::Status s = RecordTuneWinners(path, device, kN, k, variant, winners);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tune cache: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::string rows;
+  for (const TuneWinner& w : winners) {
+    absl::StrAppend(&rows, " M=", w.m, " ", w.tile, " (", absl::StrFormat("%.4f", w.median_ms),
+                    " ms)");
+  }
+  std::fprintf(stderr, "tune cache: wrote %s [%s | %s]:%s\n", path.c_str(),
+               TuneDeviceKey(device).c_str(), TuneShapeKey(kN, k, variant).c_str(), rows.c_str());
+  // Read back by kAuto's own reader: each M must resolve to what was written.
+  std::vector<std::string> warnings;
+  const TuneCache back = TuneCache::FromFile(path, &warnings);
+  std::string picks;
+  bool same = true;
+  for (const TuneWinner& w : winners) {
+    const TuneCache::Choice c = back.Choose(device, w.m, kN, k, variant, &warnings);
+    const char* name = FindOutProjTile(c.tile)->name;
+    absl::StrAppend(&picks, " M=", w.m, " ", name);
+    same = same && c.tuned && w.tile == name;
+  }
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "tune cache: warning: %s\n", w.c_str());
+  std::fprintf(stderr, "tune cache: kAuto reads back:%s\n", picks.c_str());
+  if (!same) {
+    std::fprintf(stderr, "tune cache: what kAuto reads back differs from what was written\n");
+    return 1;
+  }
+  return 0;
+}
 
 constexpr char kUsage[] =
     "Times minimax_h3_nvfp4_out_proj against its unfused baselines.\n"
@@ -75,6 +155,7 @@ constexpr char kUsage[] =
     "  --bench_k=7168            K (a positive multiple of 256)\n"
     "  --sm90_emulation=faithful|fast\n"
     "  --cublaslt=libcublasLt.so.13\n"
+    "  --write_tune_cache[=PATH]  record each M's fastest config for tile auto\n"
     "and Google Benchmark's own --benchmark_* flags:\n";
 
 void PrintHelp() {
@@ -86,6 +167,11 @@ int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   // Google Benchmark takes its --benchmark_* flags (and --help) out of argv; absl parses the
   // rest and rejects what neither knows.
+  // The bare --write_tune_cache means the default path (absl wants a value for a string flag).
+  static char default_flag[] = "--write_tune_cache=default";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--write_tune_cache") == 0) argv[i] = default_flag;
+  }
   benchmark::Initialize(&argc, argv, &PrintHelp);
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
@@ -102,6 +188,13 @@ int Main(int argc, char** argv) {
   if (k < 256 || k % 256 != 0 || k > (int64_t{1} << 30)) {
     std::fprintf(stderr, "--bench_k: expected a positive multiple of 256 up to 2^30, got %lld\n",
                  static_cast<long long>(k));
+    return 2;
+  }
+  const std::string tune_cache = absl::GetFlag(FLAGS_write_tune_cache);
+  if (tune_cache == kDefaultCache && TuneCachePath().empty()) {
+    std::fprintf(stderr,
+                 "--write_tune_cache: no default path (set MINIMAX_H3_NVFP4_TUNE_CACHE, "
+                 "XDG_CACHE_HOME or HOME, or give --write_tune_cache=PATH)\n");
     return 2;
   }
   SetBenchK(k);
@@ -146,6 +239,7 @@ int Main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!tune_cache.empty()) return WriteTuneCache(*ctx, *ms, k, tune_cache);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "harness/bench/runner.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "harness/perf_model/reading.h"
@@ -113,6 +114,7 @@ void RunBenchmark(benchmark::State& state, BenchContext& ctx, const Contender& c
   const int rotation = static_cast<int>(in.sets.size());
   double total_ms = 0;
   int64_t calls = 0;
+  std::vector<float> call_ms;
   for (auto _ : state) {
     const RotationSet& s = *in.sets[calls % rotation];
     absl::StatusOr<float> ms = ctx.TimeCall([&] { return c.enqueue(ctx, in, s); });
@@ -122,9 +124,11 @@ void RunBenchmark(benchmark::State& state, BenchContext& ctx, const Contender& c
     }
     state.SetIterationTime(*ms / 1e3);
     total_ms += *ms;
+    call_ms.push_back(*ms);
     ++calls;
   }
   if (calls == 0) return;
+  if (c.tile != nullptr && check_ok) ctx.RecordTuneTimes(c.tile, m, call_ms);
   const double mean_ms = total_ms / calls;
   ctx.RecordTime(c.name, m, mean_ms);
   SetCounters(state, ctx, c, m, rotation, check_ok, mean_ms);

@@ -16,6 +16,10 @@ does not know: the heuristic decides then.
 The heuristic (`heuristic()`): "128x128" for M <= 512 on SM12x (the performance model,
 harness/perf_model, predicts it ~1.9x faster than the 128x256 default at M = 128 on an
 RTX 5090; not measured on an SM12x part), else the registry's default ("auto").
+
+The C++ host API reads the same file the same way (OutProjTile::kAuto, kernels/tune_cache.h) and
+the C++ bench writes it (`--write_tune_cache`); python/tests/tune_cache_cross_test.py holds the
+two readers, writers and heuristics to each other.
 """
 
 import json
@@ -31,6 +35,7 @@ ENV_PATH = "MINIMAX_H3_NVFP4_TUNE_CACHE"
 FORMAT = "minimax_h3_nvfp4 tune cache 1"
 DEFAULT_M_BUCKETS = (1, 16, 128, 512, 1024, 4096, 16384)
 SMALL_M_SM12X = 512  # the heuristic's bound for the 128x128 tile on SM12x
+MAX_BUCKET_M = 2 ** 31 - 1  # a bucket's M: the op's own bound
 
 # Counts changes of what resolve() may answer (a cache written, or reset): callers that keep a
 # resolved tile (the eager fast path's plans) resolve again when it moved.
@@ -119,8 +124,8 @@ class Cache:
     def _load(self):
         path = self.path
         try:
-            with open(path, "r", encoding="utf-8") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             return {}
         except OSError as e:
@@ -128,35 +133,49 @@ class Cache:
                   "built-in heuristic" % (path, e))
             return {}
         try:
-            return self._parse(json.loads(text), path)
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            # Decoded here, strictly: bytes that are not UTF-8 make an invalid cache (a
+            # UnicodeDecodeError is a ValueError), as in the C++ reader.
+            return self._parse(json.loads(raw.decode("utf-8")), path)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
             _warn("the tuning cache %s is not a valid cache (%s); ignored, tile='auto' uses the "
                   "built-in heuristic (rerun `python -m minimax_h3_nvfp4 tune` or delete it)"
                   % (path, e))
             return {}
 
     def _parse(self, doc, path):
+        # The same checks, in the same order, as the C++ reader (kernels/tune_cache.cc): a file
+        # one of them accepts, the other accepts (python/tests/tune_cache_cross_test.py).
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ValueError("format must be %r, got %r" % (
                 FORMAT, doc.get("format") if isinstance(doc, dict) else type(doc).__name__))
-        devices = doc["devices"]
+        devices = doc.get("devices")
         if not isinstance(devices, dict):
             raise ValueError("devices must be an object, got %s" % type(devices).__name__)
         ours = _library_version()
         entries, foreign = {}, []
         for key, dev in devices.items():
+            if not isinstance(dev, dict) or not isinstance(dev.get("library_version"), str):
+                raise ValueError("device %r must be an object with a library_version string"
+                                 % key)
             version = dev["library_version"]
             if version != ours:
                 foreign.append(version)
                 continue
+            if not isinstance(dev.get("shapes"), dict):
+                raise ValueError("device %r: shapes must be an object" % key)
             shapes = {}
             for skey, table in dev["shapes"].items():
+                rows = table.get("buckets") if isinstance(table, dict) else None
+                if not isinstance(rows, list):
+                    raise ValueError("shape %r: buckets must be an array" % skey)
                 buckets = {}
-                for row in table["buckets"]:
-                    m, name = int(row["m"]), row["tile"]
-                    if m < 1 or not isinstance(name, str):
-                        raise ValueError("a bucket must have m >= 1 and a tile name, got %r"
-                                         % (row,))
+                for row in rows:
+                    m = row.get("m") if isinstance(row, dict) else None
+                    name = row.get("tile") if isinstance(row, dict) else None
+                    if (not isinstance(m, int) or isinstance(m, bool)
+                            or not 1 <= m <= MAX_BUCKET_M or not isinstance(name, str)):
+                        raise ValueError("shape %r: a bucket must have an integer m in [1, %d] "
+                                         "and a tile name, got %r" % (skey, MAX_BUCKET_M, row))
                     buckets[m] = name
                 if buckets:
                     shapes[skey] = buckets
@@ -204,7 +223,12 @@ class Cache:
             return code
         props = self.device(device_index)
         name, _ = self.choose(props, m, n, k, sm90_emulation)
-        code = _native.tiles()[name]
+        tiles = _native.tiles()
+        if name == "auto":
+            # The registry's default by its own code: code 0 would make the library resolve
+            # "auto" a second time (OutProjTile::kAuto reads the same cache, in C++).
+            name = next(t for t in tiles if t != "auto")
+        code = tiles[name]
         if len(self._memo) > 4096:  # many distinct M: keep the memo bounded
             self._memo.clear()
         self._memo[memo_key] = code

@@ -16,7 +16,7 @@ check() {  # check NAME CMD...: runs CMD, prints rc, seconds and the log's verdi
   "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-  local verdict=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|FAILED TEST|SWEEP (PASSED|FAILED)|ERROR SUMMARY|cases:|OMMA per|[Vv]erdict' \
+  local verdict=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|FAILED TEST|SWEEP (PASSED|FAILED)|ERROR SUMMARY|cases:|OMMA per|[Vv]erdict|TUNE CACHE' \
                   "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
   ((rc != 0)) && failures=$((failures + 1))
   printf '%-28s rc=%-3d %7d ms  %s\n' "$name" "$rc" "$dt" "$verdict"
@@ -37,6 +37,11 @@ check register_split    "$B/register_split_gpu_test"
 # The GPU weight quantizer against the CPU one, bit for bit (one line per case), and its time.
 check weight_quant      "$B/weight_quant_test"
 grep -E '^weight_quant (timing|.*: FAIL)' "$OUT/weight_quant.log"
+check tune_cache_gpu    "$B/tune_cache_gpu_test"
+# The bench times the registry's configs and writes a tuning cache; C++ (and Python, where the
+# package is installed in .dev/py) read the same winners back (tools/device/tune_cache_check.sh).
+check tune_cache_bench  env B="$B" OUT="$OUT" tools/device/tune_cache_check.sh
+
 # tools_test runs the tools as <root>/harness/<tool> (the sweep as harness/sweep/sweep) and reads
 # <root>/testdata.
 root=$(mktemp -d); mkdir -p "$root/harness/sweep"

@@ -14,11 +14,14 @@ targets=(
   //kernels:stress_test
   //kernels:register_split_gpu_test
   //kernels:weight_quant_test
+  //kernels:tune_cache_gpu_test
+
   //harness:tools_test
   //harness/sweep:sweep
   //harness:op
   //harness:quantize_weight
   //harness/bench:bench
+  //harness:tune_cache_tool
   //harness/probe:probe
   //kernels:out_proj_kernel
 )

@@ -1,0 +1,110 @@
+#ifndef H3_KERNELS_TUNE_CACHE_H_
+#define H3_KERNELS_TUNE_CACHE_H_
+
+// The tuning cache behind OutProjTile::kAuto, in C++: the file Python's tile="auto" reads and
+// `python -m minimax_h3_nvfp4 tune` writes (python/minimax_h3_nvfp4/tuning.py; the bench's
+// --write_tune_cache writes it too). One format, read and written alike by both languages:
+//
+//   {"format": "minimax_h3_nvfp4 tune cache 1",
+//    "devices": {"<TuneDeviceKey>": {"device": {...}, "library_version": "0.1.0",
+//                "shapes": {"n=5376 k=7168 faithful": {"buckets": [{"m": 128, "tile": "128x128",
+//                                                                   "median_ms": 0.243}, ...]}}}}}
+//
+// kAuto resolves, per call, to the winner of the M bucket nearest M (log scale) for this device
+// (name, compute capability, SM count, driver) and library version, shape (N, K) and variant
+// (sm_90: the emulation; "native" elsewhere); where the cache has none, to the built-in heuristic
+// TuneHeuristic. A cache that cannot be parsed, or is not of this format, is ignored whole;
+// devices of another library version are skipped; either way with a warning, never an error.
+// Host code only: nothing here touches a CUDA stream.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/version.h"
+#include "kernels/tiles.h"
+
+namespace h3 {
+
+inline constexpr char kTuneCacheFormat[] = "minimax_h3_nvfp4 tune cache 1";
+inline constexpr char kTuneCacheEnv[] = "MINIMAX_H3_NVFP4_TUNE_CACHE";
+// The heuristic: the 128x128 config for M up to this on SM12x (tuning.py SMALL_M_SM12X; the
+// performance model predicts it ~1.9x faster than the 128x256 default at M = 128 on an RTX 5090,
+// unmeasured), the registry's default elsewhere. python/tests/tune_cache_cross_test.py checks
+// that Python's heuristic() gives the same answers.
+inline constexpr int64_t kTuneHeuristicSmallM = 512;
+// A bucket's M must lie in [1, kTuneMaxBucketM] (the op's own bound on M).
+inline constexpr int64_t kTuneMaxBucketM = (int64_t{1} << 31) - 1;
+
+struct TuneDevice {
+  std::string name;  // cudaDeviceProp::name
+  int major = 0, minor = 0;
+  int sm_count = 0;
+  int driver_version = 0;  // cudaDriverGetVersion
+};
+
+// $MINIMAX_H3_NVFP4_TUNE_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/minimax_h3_nvfp4/tune.json
+// ("" when none of these is set).
+std::string TuneCachePath();
+std::string TuneDeviceKey(const TuneDevice& d, absl::string_view library_version = kVersion);
+// "faithful" / "fast" on compute capability 9.x, "native" elsewhere.
+const char* TuneVariant(int major, bool sm90_fast);
+std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant);
+OutProjTile TuneHeuristic(int major, int64_t m);
+// The bucket nearest m on a log2 scale, the smaller one on a tie; `sorted` ascending, non-empty.
+int64_t NearestTuneBucket(const std::vector<int64_t>& sorted, int64_t m);
+// A registry entry by name ("auto": the default's), or nullptr.
+const OutProjTileInfo* FindOutProjTileByName(absl::string_view name);
+
+class TuneCache {
+ public:
+  // The cache of one file's text (`path` only names it in warnings). Everything wrong with the
+  // text is a warning appended to *warnings; the result then holds what could be used (nothing,
+  // for a file that is not a valid cache).
+  static TuneCache FromText(absl::string_view text, absl::string_view path,
+                            std::vector<std::string>* warnings,
+                            absl::string_view library_version = kVersion);
+  // The same for a file; a missing file is an empty cache without a warning.
+  static TuneCache FromFile(const std::string& path, std::vector<std::string>* warnings,
+                            absl::string_view library_version = kVersion);
+
+  struct Choice {
+    OutProjTile tile = kOutProjTileDefault;  // never kAuto
+    bool tuned = false;                      // from the cache (else the heuristic)
+  };
+  // What kAuto runs. Appends a warning when the cache knows other devices but not this one, or
+  // names a tile this library does not have (the caller says each one once).
+  Choice Choose(const TuneDevice& device, int64_t m, int64_t n, int64_t k,
+                absl::string_view variant, std::vector<std::string>* warnings) const;
+
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  using Buckets = std::vector<std::pair<int64_t, std::string>>;  // ascending m
+  std::string path_;
+  std::string library_version_;
+  std::map<std::string, std::map<std::string, Buckets>> entries_;  // device key -> shape key
+};
+
+struct TuneWinner {
+  int64_t m = 0;
+  std::string tile;       // a registry name
+  double median_ms = -1;  // written when finite and >= 0
+};
+
+// Stores the winners of one device and shape in the file at `path` as tuning.py's record() does:
+// other devices and shapes of this library version are kept, entries of other versions and a
+// file that is not a valid cache are dropped; written to a temporary file beside it, then renamed
+// over it (a reader sees the old or the new file). Errors name the path and what failed.
+absl::Status RecordTuneWinners(const std::string& path, const TuneDevice& device, int64_t n,
+                               int64_t k, absl::string_view variant,
+                               const std::vector<TuneWinner>& winners,
+                               absl::string_view library_version = kVersion);
+
+}  // namespace h3
+
+#endif  // H3_KERNELS_TUNE_CACHE_H_
