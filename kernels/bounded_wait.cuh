@@ -50,21 +50,27 @@ __device__ __forceinline__ void GiveUpWaiting(const OutProjParams& p, const Wait
   __trap();
 }
 
-// Polls ready() until it returns true; gives up past the site's bound.
-template <class Ready>
-__device__ __forceinline__ void BoundedWait(const OutProjParams& p, const WaitSite& site,
-                                            Ready&& ready) {
-  if (ready()) return;
+// The slow path of MbarWaitBounded, entered only after a failed first try: polls until the phase
+// completes, gives up past the site's bound. Out of line (__noinline__) so that the caller's loop
+// holds one try and one branch per wait, as an unbounded wait would; p by reference (the kernel's
+// __grid_constant__ parameter block, not copied).
+inline __device__ __noinline__ void MbarWaitSlow(uint32_t bar, uint32_t parity,
+                                                 const OutProjParams& p, WaitSite site) {
   const uint64_t t0 = ptx::GlobalTimerNs();
-  while (!ready()) {
+  while (!ptx::MbarTryWaitAddr(bar, parity)) {
     const uint64_t waited = ptx::GlobalTimerNs() - t0;
     if (waited > p.wait_limit_ns * site.bound) GiveUpWaiting(p, site, waited);
   }
 }
 
+// bar: the barrier's shared-memory address.
+__device__ __forceinline__ void MbarWaitBoundedAddr(uint32_t bar, uint32_t parity,
+                                                    const OutProjParams& p, const WaitSite& site) {
+  if (!ptx::MbarTryWaitAddr(bar, parity)) MbarWaitSlow(bar, parity, p, site);
+}
 __device__ __forceinline__ void MbarWaitBounded(uint64_t* bar, uint32_t parity,
                                                 const OutProjParams& p, const WaitSite& site) {
-  BoundedWait(p, site, [&] { return ptx::MbarTryWait(bar, parity); });
+  MbarWaitBoundedAddr(ptx::SmemAddr(bar), parity, p, site);
 }
 
 }  // namespace h3::kernels

@@ -59,6 +59,35 @@ H3_HD uint32_t SfbOffset(uint32_t n, int kk) {
   return kk * 512u + (n % 32u) * 16u + ((n / 32u) % 4u) * 4u;
 }
 
+// ---- A warp's lane offsets, computed once (mainloop.cuh LaneOffsets). Every fragment and
+// scale word a lane reads in a stage is its fragment-0, k-step-0 offset plus a compile-time
+// stride, because the warp tile's origin (m_base, n_base) and the fragment steps keep the row
+// bits the swizzle reads (row % 8) and the scale layouts' word positions fixed:
+//  - ldmatrix rows: fragment i / pair jp adds 16 rows, a multiple of 8 (for m_base, n_base
+//    multiples of 16): SwizzleOffset(row + 16i, c) = SwizzleOffset(row, c) + 16i * kRowBytes.
+//    The k-step changes the chunk, which the swizzle XORs with lane bits, so each k-step keeps
+//    its own per-lane offset (LdmatrixAOffset / LdmatrixBOffset).
+//  - activation scales: row + 16i, k-step kk: + 16i * 16 + 4kk (kSfaFragStride, kSfaKStep).
+//  - weight scales (a warp tile inside one 128-row group, n_base % 32 == 0): n8 fragment j adds
+//    8j columns = (j % 4) * 8 rows of the 32-row block and j / 4 words (SfbFragOffset); k-step
+//    kk adds one 512-byte column group (kSfbKStep). Fragments j and j + 4 are then adjacent words
+//    (one 8-byte load when n_base % 64 == 0).
+// lane_offsets_test compares each with the per-fragment formulas over all lanes.
+template <int kRowBytes>
+H3_HD uint32_t LdmatrixAOffset(int lane, int m_base, int kk) {
+  return SwizzleOffset<kRowBytes>(LdmatrixARow(lane, m_base), LdmatrixAChunk(lane, kk));
+}
+template <int kRowBytes>
+H3_HD uint32_t LdmatrixBOffset(int lane, int n_base, int kk) {
+  return SwizzleOffset<kRowBytes>(LdmatrixBRow(lane, n_base), LdmatrixBChunk(lane, kk));
+}
+template <int kRowBytes>
+inline constexpr uint32_t kLdmatrixFragStride = 16u * kRowBytes;  // 16 rows
+inline constexpr uint32_t kSfaFragStride = 16u * 16u;               // 16 rows of 16 bytes
+inline constexpr uint32_t kSfaKStep = 4u;
+inline constexpr uint32_t kSfbKStep = 512u;
+H3_HD constexpr uint32_t SfbFragOffset(int j) { return (j % 4) * 8u * 16u + (j / 4) * 4u; }
+
 }  // namespace h3::kernels
 
 #endif  // H3_KERNELS_FRAGMENT_MATH_H_

@@ -138,7 +138,8 @@ struct Loader {
     const int sfb_missing =
         Cfg::kSkewed ? 0 : (Cfg::kSfbGroups - SfbGroups(0, nt)) * Cfg::kSfbGroupBytes;
     uint64_t* full = &st.full[stage];
-    ptx::MbarArriveExpectTx(full, Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
+    ptx::MbarArriveExpectTx(full,
+                            Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
     ptx::TmaLoad2D(st.a[stage], tmap_aq, full, a.ks * Cfg::kRowBytes, mt * Cfg::kBM);
     if (box) {
       ptx::TmaLoad2D(st.sfa[sfa.slot], tmap_asf, full, a.ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);

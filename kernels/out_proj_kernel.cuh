@@ -17,6 +17,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/bounded_wait.cuh"
@@ -45,50 +46,105 @@ __device__ __forceinline__ void SkewGate(uint64_t (&gate)[2], uint32_t t, const 
                   {WaitKind::kSkewGate, g, phase, mt, nt, Variant::kGateBound});
 }
 
-// One tile's stages, one ConsumeStage each. A warp whose tile lies beyond N (half a tile at the
-// end of N) only keeps the rings' pace; a skewed group without an N half in this tile (has_b
-// false) touches only the A ring. One thread of the leading group (publish) arrives on the tile's
-// gate kSkewStages stages in (SkewGate). Variant: the stall test's withheld hand-offs and bounds.
-template <class Cfg, class Arch, class Variant>
+// A consumer warp's ring addresses in shared memory (stage 0 of each ring; b, sfb, full_b: its
+// group's B ring), taken once per kernel so that a stage's addresses are one multiply-add each.
+// A stage's empty barrier is its full barrier plus a fixed offset (kEmptyOffset, kEmptyBOffset).
+template <class Cfg>
+struct ConsumerRings {
+  using Storage = SharedStorage<Cfg>;
+  static constexpr uint32_t kEmptyOffset = offsetof(Storage, empty) - offsetof(Storage, full);
+  static constexpr uint32_t kEmptyBOffset = offsetof(Storage, empty_b) - offsetof(Storage, full_b);
+  uint32_t a, b, sfa, sfb;  // code tiles and scales
+  // The A ring's full barriers (lockstep: the ring's); skewed: the group's B ring's.
+  uint32_t full, full_b;
+  __device__ __forceinline__ ConsumerRings(Storage& st, int group) {
+    a = ptx::SmemAddr(st.a[0]);
+    b = ptx::SmemAddr(st.B(group, 0));
+    sfa = ptx::SmemAddr(st.sfa[0]);
+    sfb = ptx::SmemAddr(st.Sfb(group, 0));
+    full = ptx::SmemAddr(&st.full[0]);
+    full_b = ptx::SmemAddr(&st.full_b[Cfg::kSkewed ? group * Cfg::kStages : 0]);
+  }
+  // Keeps them in registers (ptx::Opaque): not recomputed from the shared-memory base per stage.
+  __device__ __forceinline__ void Pin() {
+    for (uint32_t* x : {&a, &b, &sfa, &sfb, &full, &full_b}) ptx::Opaque(*x);
+  }
+};
+
+// One tile's stages, one ConsumeStage each, kSfaStagesPerBox at a time (the stages of one
+// activation-scale box: a tile is whole boxes, so every tile starts at a box, sfa.sub == 0).
+// kMma false: a warp whose tile lies beyond N (half a tile at the end of N) only keeps the
+// rings' pace; kHasB false: a skewed group without an N half in this tile touches only the A
+// ring. The thread whose publish_ks is a stage index (one thread of the leading group) arrives
+// on the tile's gate (gate) after that stage (SkewGate). Variant: the stall test's withheld
+// hand-offs and bounds.
+template <class Cfg, class Arch, class Variant, bool kMma, bool kHasB>
 __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt, int nt,
-                                                  SharedStorage<Cfg>& st,
+                                                  const ConsumerRings<Cfg>& rings,
+                                                  const LaneOffsets<Cfg>& lo,
                                                   RingPos<Cfg::kAStages>& ra,
                                                   RingPos<Cfg::kStages>& rb, SfaPos<Cfg>& sfa,
-                                                  int ksteps, int group, int warp_m, int warp_n,
-                                                  bool has_b, bool active, uint64_t* publish,
-                                                  WarpAcc<Cfg>& acc) {
-  const int n_base = (warp_n * Cfg::kWarpTileN) % Cfg::kGroupBN;  // in the ring's B tile
-  const int publish_at = (Cfg::kSkewStages < ksteps ? Cfg::kSkewStages : ksteps) - 1;
-  for (int ks = 0; ks < ksteps; ++ks) {
-    MbarWaitBounded(&st.full[ra.stage], ra.phase, p,
-                    {WaitKind::kFullA, ra.stage, static_cast<int>(ra.phase), mt, nt,
-                     Variant::kConsumerBound});
-    const int slot_b = group * Cfg::kStages + rb.stage;
-    if (Cfg::kSkewed && has_b) {
-      MbarWaitBounded(&st.full_b[slot_b], rb.phase, p,
-                      {WaitKind::kFullB, slot_b, static_cast<int>(rb.phase), mt, nt,
-                       Variant::kConsumerBound});
-    }
-    if (active) {
-      const int sb = Cfg::kSkewed ? rb.stage : ra.stage;
-      ConsumeStage<Cfg, Arch>(st.a[ra.stage], st.B(group, sb), sfa.Row0(st), st.Sfb(group, sb),
-                              warp_m * Cfg::kWarpTileM, n_base, acc);
-    }
-    sfa.Advance();
-    if (!Variant::Withholds(Handoff::kRelease, kRingA, mt, nt, ks)) {
-      ptx::MbarArrive(&st.empty[ra.stage]);
-    }
-    ra.Advance();
-    if (Cfg::kSkewed && has_b) {
-      if (!Variant::Withholds(Handoff::kRelease, kRingB0 + group, mt, nt, ks)) {
-        ptx::MbarArrive(&st.empty_b[slot_b]);
+                                                  int ksteps, int group, int publish_ks,
+                                                  uint32_t gate, WarpAcc<Cfg>& acc) {
+  constexpr bool kB = Cfg::kSkewed && kHasB;  // a B ring of its own to wait on and release
+  // An A ring of a whole number of boxes' stages is at a box's first stage at every box start
+  // (a tile is whole boxes, and the ring starts at stage 0): the box's stages are then a0 + sub
+  // with one phase, and the ring advances once per box.
+  constexpr int kBox = Cfg::kSfaStagesPerBox;
+  constexpr bool kBoxA = Cfg::kAStages % kBox == 0;
+  for (int ks = 0; ks < ksteps; ks += kBox) {
+    const uint32_t sfa_box = rings.sfa + sfa.slot * Cfg::kSfaSlotBytes;
+    const int a0 = ra.stage;
+    const uint32_t phase_a0 = ra.phase;
+    auto stage = [&](int sub) {
+      const int sa = kBoxA ? a0 + sub : ra.stage;
+      const uint32_t phase_a = kBoxA ? phase_a0 : ra.phase;
+      const uint32_t full_a = rings.full + 8 * sa;
+      const uint32_t full_b = rings.full_b + 8 * rb.stage;
+      // The A stage, then the B stage: one try of both on the way through; where either is not
+      // complete yet, each bounded wait in turn (each reports as itself).
+      if (!kB || !ptx::MbarTryWaitBoth(full_a, phase_a, full_b, rb.phase)) {
+        MbarWaitBoundedAddr(full_a, phase_a, p,
+                            {WaitKind::kFullA, sa, static_cast<int>(phase_a), mt, nt,
+                             Variant::kConsumerBound});
+        if constexpr (kB) {
+          MbarWaitBoundedAddr(full_b, rb.phase, p,
+                              {WaitKind::kFullB, group * Cfg::kStages + rb.stage,
+                               static_cast<int>(rb.phase), mt, nt, Variant::kConsumerBound});
+        }
       }
-      rb.Advance();
+      if constexpr (kMma) {
+        const int sb = Cfg::kSkewed ? rb.stage : sa;
+        ConsumeStage<Cfg, Arch>(rings.a + sa * Cfg::kATileBytes,
+                                rings.b + sb * Cfg::kBRingTileBytes,
+                                sfa_box + sub * Cfg::kSfaRowBytes,
+                                rings.sfb + sb * Cfg::kSfbRingTileBytes, lo, acc);
+      }
+      if (!Variant::Withholds(Handoff::kRelease, kRingA, mt, nt, ks + sub)) {
+        ptx::MbarArriveAddr(full_a + ConsumerRings<Cfg>::kEmptyOffset);
+      }
+      if constexpr (!kBoxA) ra.Advance();
+      if constexpr (kB) {
+        if (!Variant::Withholds(Handoff::kRelease, kRingB0 + group, mt, nt, ks + sub)) {
+          ptx::MbarArriveAddr(full_b + ConsumerRings<Cfg>::kEmptyBOffset);
+        }
+        rb.Advance();
+      }
+      ptx::MbarArriveIf(ks + sub == publish_ks &&
+                            !Variant::Withholds(Handoff::kGateArrive, kRingA, mt, nt, ks + sub),
+                        gate);
+    };
+    // Native: the box's stages unrolled (compile-time offsets). The sm_90 emulation keeps one
+    // stage's code (its emulated MMAs need the registers; the offsets cost it nothing).
+    if constexpr (Arch::kNativeMma && kBoxA) {
+#pragma unroll
+      for (int sub = 0; sub < kBox; ++sub) stage(sub);
+    } else {
+#pragma unroll 1
+      for (int sub = 0; sub < kBox; ++sub) stage(sub);
     }
-    if (publish != nullptr && ks == publish_at &&
-        !Variant::Withholds(Handoff::kGateArrive, kRingA, mt, nt, ks)) {
-      ptx::MbarArrive(publish);
-    }
+    if constexpr (kBoxA) ra.template AdvanceBy<kBox>();
+    sfa.AdvanceBox();
   }
 }
 
@@ -96,7 +152,7 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
 template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStorage<Cfg>& st,
                                              float alpha) {
-  const int cw = (threadIdx.x >> 5) - Cfg::kProducerWarps;
+  const int cw = ptx::WarpIdxUniform() - Cfg::kProducerWarps;
   // Lockstep: warp (m, n) = (cw / kWarpsN, cw % kWarpsN). Skewed: warpgroup `group` = cw / 4
   // owns the warp columns [group, group + 1) * kWarpsN / kGroups, as a kWarpsM x
   // (kWarpsN / kGroups) grid.
@@ -108,6 +164,15 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
   const int warp_n = group * kGroupWarpsN + local % kGroupWarpsN;
   const bool publisher = Cfg::kSkewed && cw == 0 && (threadIdx.x & 31) == 0;
   const bool mma_on = Variant::kEveryGroupMma || cw < Cfg::kConsumerWarps / 2;
+  // The warp tile's origin in the ring's B tile: a multiple of kWarpTileN (64-aligned 64-wide
+  // tiles: LoadStageScales pairs weight-scale words).
+  const int n_base = (warp_n * Cfg::kWarpTileN) % Cfg::kGroupBN;
+  ConsumerRings<Cfg> rings(st, group);
+  LaneOffsets<Cfg> lo(static_cast<int>(threadIdx.x & 31), warp_m * Cfg::kWarpTileM, n_base);
+  if constexpr (Arch::kNativeMma) {  // the sm_90 emulation needs the registers (NOTES.md)
+    rings.Pin();
+    lo.Pin();
+  }
   TileScheduler<Cfg> sched(p.m, p.n);
   const int ksteps = p.k / Cfg::kBK;
   RingPos<Cfg::kAStages> ra;
@@ -122,9 +187,20 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     WarpAcc<Cfg> acc;
     acc.Zero();
     const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, sched.nt) < p.n;
-    ConsumeTileStages<Cfg, Arch, Variant>(p, sched.mt, sched.nt, st, ra, rb, sfa, ksteps, group,
-                                          warp_m, warp_n, has_b, mma_on && col0 < p.n,
-                                          publisher ? &st.gate[t & 1] : nullptr, acc);
+    const int publish_ks =
+        publisher ? (Cfg::kSkewStages < ksteps ? Cfg::kSkewStages : ksteps) - 1 : -1;
+    uint32_t gate = ptx::SmemAddr(&st.gate[t & 1]);
+    ptx::Opaque(gate);
+    if (mma_on && col0 < p.n) {  // then has_b: the warp's columns lie in its group's half
+      ConsumeTileStages<Cfg, Arch, Variant, true, true>(p, sched.mt, sched.nt, rings, lo, ra, rb,
+                                                        sfa, ksteps, group, publish_ks, gate, acc);
+    } else if (has_b) {
+      ConsumeTileStages<Cfg, Arch, Variant, false, true>(p, sched.mt, sched.nt, rings, lo, ra, rb,
+                                                         sfa, ksteps, group, publish_ks, gate, acc);
+    } else {
+      ConsumeTileStages<Cfg, Arch, Variant, false, false>(
+          p, sched.mt, sched.nt, rings, lo, ra, rb, sfa, ksteps, group, publish_ks, gate, acc);
+    }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
     Variant::template Epilogue<Cfg, Arch>(acc, row0, col0, p, alpha);
@@ -145,7 +221,7 @@ __device__ __forceinline__ void RunOutProj(const CUtensorMap* tmap_aq, const CUt
   if (threadIdx.x == 0) InitRings<Cfg>(st, tmap_aq, tmap_asf, tmap_wq);
   __syncthreads();
   const float act_gs = *p.act_gs;
-  if ((threadIdx.x >> 5) < Cfg::kProducerWarps) {
+  if (ptx::WarpIdxUniform() < Cfg::kProducerWarps) {
     RunProducers<Cfg, Arch, Variant>(p, tmap_aq, tmap_asf, tmap_wq, st, act_gs);
   } else {
     if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegInc<Cfg::kConsumerRegs>();

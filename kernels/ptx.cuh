@@ -30,22 +30,48 @@ __device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes
                "r"(bytes)
                : "memory");
 }
-// Plain arrival (release semantics at CTA scope by default).
-__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(SmemAddr(bar)) : "memory");
+// Plain arrival (release semantics at CTA scope by default); bar: a shared-memory address.
+__device__ __forceinline__ void MbarArriveAddr(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void MbarArrive(uint64_t* bar) { MbarArriveAddr(SmemAddr(bar)); }
+// The arrival only where `pred`: one predicated instruction, no branch around it.
+__device__ __forceinline__ void MbarArriveIf(bool pred, uint32_t bar) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.u32 p, %1, 0;\n @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
+      ::"r"(bar), "r"(static_cast<uint32_t>(pred))
+      : "memory");
 }
 // try_wait.parity returns true once the phase with the given parity has completed (acquire
 // semantics at CTA scope by default); a fresh barrier counts as having completed parity 1. The
 // thread may be suspended inside it for a system-dependent time before it returns false.
-__device__ __forceinline__ bool MbarTryWait(uint64_t* bar, uint32_t parity) {
+// bar: the barrier's shared-memory address (SmemAddr).
+__device__ __forceinline__ bool MbarTryWaitAddr(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   asm volatile(
       "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
       " selp.u32 %0, 1, 0, p;\n}\n"
       : "=r"(done)
-      : "r"(SmemAddr(bar)), "r"(parity)
+      : "r"(bar), "r"(parity)
       : "memory");
   return done != 0;
+}
+// Both phases complete: the second barrier is tried only where the first succeeded (one
+// predicate, so the caller branches once).
+__device__ __forceinline__ bool MbarTryWaitBoth(uint32_t bar0, uint32_t parity0, uint32_t bar1,
+                                                uint32_t parity1) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " @p mbarrier.try_wait.parity.shared::cta.b64 p, [%3], %4;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar0), "r"(parity0), "r"(bar1), "r"(parity1)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ bool MbarTryWait(uint64_t* bar, uint32_t parity) {
+  return MbarTryWaitAddr(SmemAddr(bar), parity);
 }
 // try_wait.parity with a suspend-time hint: the thread sleeps until the phase completes or about
 // `ns` nanoseconds pass (PTX: suspendTimeHint), then returns whether it completed.
@@ -152,6 +178,19 @@ __device__ __forceinline__ void SetMaxNRegInc() {
   static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg range");
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
+
+// The warp's index in the CTA, read from lane 0 (every lane of a warp has the same one), so that
+// the compiler knows it and what derives from it alone to be warp-uniform: it then keeps them
+// instead of re-reading SR_TID.X inside the consumer loop. Every lane of the warp must call it.
+__device__ __forceinline__ int WarpIdxUniform() {
+  return __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x >> 5), 0);
+}
+
+// ---- Register pinning. ----
+// Makes x opaque to the compiler (an empty asm that "changes" it): a value computed once before
+// a loop is then kept in its register instead of being recomputed inside the loop from
+// threadIdx / the shared-memory base, which the compiler otherwise prefers (rematerialization).
+__device__ __forceinline__ void Opaque(uint32_t& x) { asm volatile("" : "+r"(x)); }
 
 // ---- Fragments. ----
 // ldmatrix.x4.m8n8.b16: lane l gives the row address of matrix l/8; thread t of the result

@@ -68,6 +68,10 @@ struct SfaPos {
       if (++slot == Cfg::kSfaSlots) slot = 0;
     }
   }
+  // kSfaStagesPerBox Advance()s from the first stage of a box (sub == 0, which it stays).
+  __device__ __forceinline__ void AdvanceBox() {
+    if (++slot == Cfg::kSfaSlots) slot = 0;
+  }
 };
 
 // The first weight row of ring g's part of n-tile nt (lockstep: g = 0, the tile's first row). A
@@ -85,6 +89,16 @@ struct RingPos {
   uint32_t phase = 0;
   __device__ __forceinline__ void Advance() {
     if (++stage == kRingStages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  // kN Advance()s from a stage that is a multiple of kN (kRingStages is one too).
+  template <int kN>
+  __device__ __forceinline__ void AdvanceBy() {
+    static_assert(kRingStages % kN == 0, "whole groups of kN stages");
+    stage += kN;
+    if (stage == kRingStages) {
       stage = 0;
       phase ^= 1u;
     }
