@@ -142,21 +142,6 @@ __device__ __forceinline__ uint32_t LdAcquireGpu(const uint32_t* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-// A strong read at .gpu scope that orders nothing by itself (.relaxed: "strong", so morally
-// strong with a .gpu release that wrote the value it reads).
-__device__ __forceinline__ uint32_t LdRelaxedGpu(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// After a strong read: the two form an acquire pattern (PTX ISA, Memory Consistency Model,
-// "Release and Acquire Patterns"; fence.acquire: PTX ISA 8.6, sm_90+). The PTX writers' guide's
-// atomics ABI lists "ld.relaxed; fence.acquire" beside ld.acquire for an acquire load. ptxas
-// 13.0 emits it as the L1 invalidate (CCTL.IVALL) that ld.acquire.gpu adds to every load, on
-// sm_90a and sm_120f alike.
-__device__ __forceinline__ void FenceAcquireGpu() {
-  asm volatile("fence.acquire.gpu;" ::: "memory");
-}
 __device__ __forceinline__ void RedReleaseGpuAdd(uint32_t* p, uint32_t v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }

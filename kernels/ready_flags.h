@@ -17,12 +17,8 @@
 //                   fence.proxy.async.global + membar.gl by every lane, __syncwarp, then one
 //                   red.release.gpu.add per chunk of the unit (lane c: chunk c);
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
-//                   ld.relaxed.gpu of the flag until complete, then fence.acquire.gpu (with the
-//                   load that saw it complete: an acquire pattern) and fence.proxy.async.global
+//                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
-// The acquire reads the count the last of the chunk's red.release.gpu wrote; it synchronizes
-// with every earlier one too, through the chain of atomic adds (PTX "observation order": a write
-// precedes a read through a sequence of read-modify-writes).
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
 // The host needs only the layout constants (no CUDA headers); the device functions follow.
@@ -60,12 +56,7 @@ __device__ __forceinline__ uint32_t ClaimUnit(uint32_t* ready_flags) {
 }
 
 // Warp-collective, after the warp's generic stores of one unit (a row group of m-tile `m_tile`,
-// chunks [chunk_begin, chunk_end)): the stores are read by other CTAs' TMA (async proxy). Only
-// lanes c < chunk_end - chunk_begin release; every lane's __threadfence (membar.gl: its prior
-// writes performed, visible at gpu level, before its later operations) puts the stores of the
-// lanes that release nothing before the __syncwarp and so before the others' releases. Without
-// it, that order would rest on bar.warp.sync's memory ordering composing with a .gpu release in
-// the memory model, which its description in the PTX ISA does not state: kept.
+// chunks [chunk_begin, chunk_end)): the stores are read by other CTAs' TMA (async proxy).
 __device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_tile, int chunk_begin,
                                             int chunk_end) {
   ptx::FenceProxyAsyncGlobal();
@@ -76,13 +67,10 @@ __device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_til
 }
 
 // One thread, polled (never blocks): true once chunk `chunk` of m-tile `m_tile` has `groups`
-// finished row groups; its async-proxy reads (TMA) issued after a true see them. A poll that
-// fails costs one relaxed load (no L1 invalidate, which ld.acquire pays on every poll); the one
-// that succeeds is followed by the acquire fence, and costs what one ld.acquire did.
+// finished row groups; its async-proxy reads (TMA) issued after a true see them.
 __device__ __forceinline__ bool ChunkReady(const uint32_t* ready_flags, int64_t m_tile, int chunk,
                                            uint32_t groups) {
-  if (ptx::LdRelaxedGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) return false;
-  ptx::FenceAcquireGpu();        // with the load above: an acquire pattern
+  if (ptx::LdAcquireGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) return false;
   ptx::FenceProxyAsyncGlobal();  // acquire, then the async-proxy reads
   return true;
 }
