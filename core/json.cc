@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -172,6 +173,7 @@ class Parser {
       ++pos_;
       return true;
     }
+    std::unordered_map<std::string, size_t> index;
     while (true) {
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] != '"') return Fail("expected a string key");
@@ -183,7 +185,14 @@ class Parser {
       SkipSpace();
       JsonValue member;
       if (!Value(&member, depth)) return false;
-      v->Set(key) = std::move(member);  // a repeated key: the last value wins
+      // A repeated key keeps its first position and its last value (Python's dict); the index
+      // keeps an object of many keys linear to read, not quadratic.
+      const auto [at, fresh] = index.try_emplace(key, v->object.size());
+      if (fresh) {
+        v->object.emplace_back(std::move(key), std::move(member));
+      } else {
+        v->object[at->second].second = std::move(member);
+      }
       SkipSpace();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
@@ -362,10 +371,13 @@ class Parser {
         if (digits() == 0) return Fail("expected digits in an exponent");
       }
       v->integer = integer;
-      // strtod needs a terminated string; the literal is short once validated (or huge digits:
-      // its value is then only used in messages).
-      const std::string literal(s_.substr(start, pos_ - start));
-      v->number = std::strtod(literal.c_str(), nullptr);
+      // from_chars: locale-independent. Out of range it leaves the value alone; strtod (whose
+      // decimal point is the C locale's unless a caller changed LC_NUMERIC) then gives Python's
+      // answer, +-inf or +-0.
+      const absl::string_view literal = s_.substr(start, pos_ - start);
+      const std::from_chars_result r =
+          std::from_chars(literal.data(), literal.data() + literal.size(), v->number);
+      if (r.ec != std::errc()) v->number = std::strtod(std::string(literal).c_str(), nullptr);
     }
     v->text = std::string(s_.substr(start, pos_ - start));
     return true;

@@ -22,7 +22,7 @@
 namespace h3 {
 
 inline constexpr int kJsonMaxDepth = 64;
-inline constexpr size_t kJsonMaxBytes = size_t{16} << 20;
+inline constexpr size_t kJsonMaxBytes = size_t{1} << 20;  // our files: a few KiB
 
 struct JsonValue {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };

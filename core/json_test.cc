@@ -10,6 +10,8 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace h3 {
 namespace {
 
@@ -105,6 +107,49 @@ TEST(Json, NestingIsBounded) {
   ASSERT_FALSE(deep.ok());
   EXPECT_NE(deep.status().message().find("nested deeper"), std::string::npos) << deep.status();
   EXPECT_FALSE(ParseJson(std::string(kJsonMaxBytes + 1, ' ')).ok());
+}
+
+// An object of as many distinct keys as the byte limit allows (~70k) is read whole, and a
+// repeated key keeps its first position and its last value, through the parser's key index (a
+// linear search per key made reading quadratic in the key count).
+TEST(Json, ManyKeysReadLinearly) {
+  std::string text = "{";
+  int keys = 0;
+  while (text.size() + 32 < kJsonMaxBytes) {
+    absl::StrAppend(&text, keys ? "," : "", "\"k", keys, "\":", keys);
+    ++keys;
+  }
+  absl::StrAppend(&text, ",\"k0\":-1}");
+  const absl::StatusOr<JsonValue> v = ParseJson(text);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->object.size(), static_cast<size_t>(keys));
+  EXPECT_EQ(v->object.front().first, "k0");
+  EXPECT_EQ(v->object.front().second.text, "-1");
+  EXPECT_EQ(v->object.back().first, absl::StrCat("k", keys - 1));
+}
+
+// Floats as Python's repr writes them (shortest digits; scientific below 1e-4 and from 1e16).
+TEST(Json, NumbersAsPythonsRepr) {
+  const struct {
+    double v;
+    const char* python;
+  } kCases[] = {
+      {0.0001, "0.0001"},
+      {1e-05, "1e-05"},
+      {1.2345678901234568e+17, "1.2345678901234568e+17"},
+      {1e16, "1e+16"},
+      {1234567890123456.0, "1234567890123456.0"},
+      {0.1, "0.1"},
+      {2.0, "2.0"},
+      {0.0, "0.0"},
+      {-0.0, "-0.0"},
+      {123.456, "123.456"},
+      {1e22, "1e+22"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {-2.5e-7, "-2.5e-07"},
+  };
+  for (const auto& c : kCases) EXPECT_EQ(JsonValue::Number(c.v).text, c.python) << c.v;
 }
 
 // Python's json.dumps(v, indent=1, sort_keys=True) of the same value, byte for byte.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,11 +35,21 @@ JsonValue JsonValue::Number(double d) {
   JsonValue v;
   v.kind = Kind::kNumber;
   v.number = d;
+  // Python's float repr: the shortest digits that read back as d, in scientific notation when
+  // the first digit's decimal exponent is below -4 or at least 16 ("1e-05",
+  // "1.2345678901234568e+17"), else positional with ".0" on an integral value ("0.0001").
   char buf[64];
-  // The shortest text that reads back as d; Python's repr adds ".0" to an integral value.
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), d);
-  v.text.assign(buf, r.ptr);
-  if (v.text.find_first_of(".eEn") == std::string::npos) v.text += ".0";
+  std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  const std::string sci(buf, r.ptr);
+  const size_t e = sci.find('e');
+  const int exp10 = e == std::string::npos ? 0 : std::atoi(sci.c_str() + e + 1);
+  if (d != 0 && (exp10 < -4 || exp10 >= 16)) {
+    v.text = sci;
+  } else {
+    r = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::fixed);
+    v.text.assign(buf, r.ptr);
+    if (v.text.find('.') == std::string::npos) v.text += ".0";
+  }
   return v;
 }
 

@@ -198,10 +198,14 @@ TuneCache TuneCache::FromFile(const std::string& path, std::vector<std::string>*
     }
     return cache;
   }
-  // At most one byte past the parser's limit: a larger file is refused by it, not read whole.
-  std::string text(kJsonMaxBytes + 1, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(f.gcount()));
+  // In pieces, to at most one byte past the parser's limit: a larger file is refused by it,
+  // not read whole.
+  std::string text;
+  char piece[4096];
+  while (text.size() <= kJsonMaxBytes && f.read(piece, sizeof(piece)).gcount() > 0) {
+    text.append(piece, static_cast<size_t>(f.gcount()));
+  }
+  if (text.size() > kJsonMaxBytes + 1) text.resize(kJsonMaxBytes + 1);
   return FromText(text, path, warnings, library_version);
 }
 
