@@ -26,8 +26,8 @@ absl::Status CheckPtr(const char* name, const void* p, int align) {
         absl::StrFormat("%s: %s must be a device pointer, got null", kFn, name));
   }
   if (reinterpret_cast<uintptr_t>(p) % align != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s must be %d-byte aligned, got address %p", kFn, name, align, p));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s must be %d-byte aligned, got address %p", kFn, name, align, p));
   }
   return absl::OkStatus();
 }
@@ -46,9 +46,43 @@ absl::Status CheckNoOverlap(const Range& a, const Range& b) {
   return absl::OkStatus();
 }
 
-// Everything checkable without CUDA: shape (the CPU quantizer's rule and wording), pointers,
-// alignment, overlap.
-absl::Status ValidateArgs(const WeightQuantArgs& a) {
+absl::Status CheckDevice() {
+  int dev = 0, major = 0, minor = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
+  if (major == 12 || (major == 9 && minor == 0)) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrFormat(
+      "%s: device %d has compute capability %d.%d; supported: 12.x (sm_120f) and 9.0 (sm_90a)", kFn,
+      dev, major, minor));
+}
+
+// A kernel given host memory would fault and lose the context: refused by name instead.
+absl::Status CheckDeviceMemory(const char* name, const void* p) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  cudaPointerAttributes attr;
+  e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) return CudaError(e, "cudaPointerGetAttributes");
+  const bool device_memory =
+      attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (!device_memory || (attr.type == cudaMemoryTypeDevice && attr.device != dev)) {
+    const char* kind = attr.type == cudaMemoryTypeHost           ? "pinned host memory"
+                       : attr.type == cudaMemoryTypeUnregistered ? "host memory"
+                                                                 : "memory of device";
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s must be device memory of the current device %d, got %s%s", kFn, name, dev, kind,
+        attr.type == cudaMemoryTypeDevice ? absl::StrFormat(" %d", attr.device) : ""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateWeightQuantArgs(const WeightQuantArgs& a) {
   if (a.n < 1) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: weight n: expected >= 1, got %d", kFn, a.n));
@@ -77,44 +111,8 @@ absl::Status ValidateArgs(const WeightQuantArgs& a) {
   return CheckNoOverlap(sf, q);
 }
 
-absl::Status CheckDevice() {
-  int dev = 0, major = 0, minor = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
-  e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
-  if (major == 12 || (major == 9 && minor == 0)) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrFormat(
-      "%s: device %d has compute capability %d.%d; supported: 12.x (sm_120f) and 9.0 (sm_90a)",
-      kFn, dev, major, minor));
-}
-
-// A kernel given host memory would fault and lose the context: refused by name instead.
-absl::Status CheckDeviceMemory(const char* name, const void* p) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
-  cudaPointerAttributes attr;
-  e = cudaPointerGetAttributes(&attr, p);
-  if (e != cudaSuccess) return CudaError(e, "cudaPointerGetAttributes");
-  const bool device_memory =
-      attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-  if (!device_memory || (attr.type == cudaMemoryTypeDevice && attr.device != dev)) {
-    const char* kind = attr.type == cudaMemoryTypeHost           ? "pinned host memory"
-                       : attr.type == cudaMemoryTypeUnregistered ? "host memory"
-                                                                 : "memory of device";
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s must be device memory of the current device %d, got %s%s", kFn, name, dev, kind,
-        attr.type == cudaMemoryTypeDevice ? absl::StrFormat(" %d", attr.device) : ""));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<float> QuantizeWeightNvfp4Gpu(const WeightQuantArgs& a, cudaStream_t stream) {
-  if (absl::Status s = ValidateArgs(a); !s.ok()) return s;
+  if (absl::Status s = ValidateWeightQuantArgs(a); !s.ok()) return s;
   if (absl::Status s = CheckDevice(); !s.ok()) return s;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing(stream, &capture);
@@ -125,9 +123,8 @@ absl::StatusOr<float> QuantizeWeightNvfp4Gpu(const WeightQuantArgs& a, cudaStrea
         "scale), got a stream in capture",
         kFn));
   }
-  for (auto [name, p] : {std::pair<const char*, const void*>{"weight", a.weight},
-                         {"q", a.q},
-                         {"sf", a.sf}}) {
+  for (auto [name, p] :
+       {std::pair<const char*, const void*>{"weight", a.weight}, {"q", a.q}, {"sf", a.sf}}) {
     if (absl::Status s = CheckDeviceMemory(name, p); !s.ok()) return s;
   }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace h3 {
@@ -34,6 +35,10 @@ struct WeightQuantArgs {
 // is being captured; Unimplemented on another device; Internal for a CUDA error. The shape,
 // pointer and alignment checks make no CUDA call.
 absl::StatusOr<float> QuantizeWeightNvfp4Gpu(const WeightQuantArgs& args, cudaStream_t stream);
+
+// The checks QuantizeWeightNvfp4Gpu makes first, without any CUDA call (shape, null, alignment,
+// overlap): for callers that must refuse bad arguments before they touch a device.
+absl::Status ValidateWeightQuantArgs(const WeightQuantArgs& args);
 
 }  // namespace h3
 

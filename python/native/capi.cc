@@ -2,6 +2,7 @@
 // host API (kernels/out_proj.h) or the emulator (emulator/op.h), errors as code + message.
 
 #include "python/native/capi.h"
+#include "python/native/capi_arrays.h"
 
 #include <cuda_runtime.h>
 
@@ -43,16 +44,8 @@ absl::Status Invalid(const absl::FormatSpec<const char*, std::string, std::strin
   return absl::InvalidArgumentError(absl::StrFormat(f, name, want, got));
 }
 
-std::string ShapeStr(const H3Array& a) {
-  if (a.ndim < 0 || a.ndim > 4) return absl::StrFormat("a %d-D array", a.ndim);
-  return absl::StrCat("[", absl::StrJoin(absl::MakeConstSpan(a.shape, a.ndim), ", "), "]");
-}
-
-int64_t Numel(const H3Array& a) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < a.ndim && i < 4; ++i) n *= a.shape[i];
-  return n;
-}
+using h3::capi::Numel;
+using h3::capi::ShapeStr;
 
 bool HasShape(const H3Array& a, std::initializer_list<int64_t> want) {
   if (a.ndim != static_cast<int64_t>(want.size())) return false;

@@ -5,32 +5,24 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/types/span.h"
 #include "core/scale_layout.h"
 #include "kernels/weight_quant.h"
 #include "python/native/capi.h"
+#include "python/native/capi_arrays.h"
 #include "python/native/last_error.h"
 
 namespace {
 
 constexpr char kQuantizer[] = "quantize_minimax_h3_o_weight_nvfp4";
 
-std::string ShapeStr(const H3Array& a) {
-  if (a.ndim < 0 || a.ndim > 4) return absl::StrFormat("a %d-D array", a.ndim);
-  return absl::StrCat("[", absl::StrJoin(absl::MakeConstSpan(a.shape, a.ndim), ", "), "]");
-}
-
-int64_t Numel(const H3Array& a) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < a.ndim && i < 4; ++i) n *= a.shape[i];
-  return n;
-}
+using h3::capi::Numel;
+using h3::capi::ShapeStr;
 
 absl::Status CudaError(cudaError_t e, const char* what) {
   return absl::InternalError(absl::StrFormat("%s: %s failed: %s (%s)", kQuantizer, what,
@@ -39,23 +31,26 @@ absl::Status CudaError(cudaError_t e, const char* what) {
 
 absl::StatusOr<float> Run(const H3Array* weight, int32_t weight_is_f32, H3Array* q, H3Array* sf,
                           int32_t device, void* stream) {
-  if (weight == nullptr || q == nullptr || sf == nullptr) {
-    return absl::InvalidArgumentError("weight, q, sf and global_scale must not be null");
+  for (const auto& [name, ptr] :
+       {std::pair<const char*, const void*>{"weight", weight}, {"q", q}, {"sf", sf}}) {
+    if (ptr == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s: expected an H3Array, got null", name));
+    }
   }
   if (weight->ndim != 2) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "weight must be 2-D [N, K], got shape %s", ShapeStr(*weight)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("weight must be 2-D [N, K], got shape %s", ShapeStr(*weight)));
   }
   if (weight_is_f32 != 0 && weight_is_f32 != 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "weight_is_f32 must be 0 (bf16) or 1 (f32), got %d", weight_is_f32));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("weight_is_f32 must be 0 (bf16) or 1 (f32), got %d", weight_is_f32));
   }
   const int64_t n = weight->shape[0], k = weight->shape[1];
   // With a legal [N, K] the outputs' sizes follow; otherwise the host API names N or K first.
   if (n >= 1 && k > 0 && k % 16 == 0) {
     if (q->ndim != 2 || q->shape[0] != n || q->shape[1] != k / 2) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "q must have shape [N, K/2] = [%d, %d], got %s", n, k / 2, ShapeStr(*q)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("q must have shape [N, K/2] = [%d, %d], got %s", n, k / 2, ShapeStr(*q)));
     }
     const int64_t sf_bytes = h3::SwizzledScaleBytes(n, k / 16);
     if (sf->ndim < 1 || sf->ndim > 4 || Numel(*sf) != sf_bytes) {
@@ -70,7 +65,9 @@ absl::StatusOr<float> Run(const H3Array* weight, int32_t weight_is_f32, H3Array*
   a.weight_is_f32 = weight_is_f32 == 1;
   a.q = static_cast<uint8_t*>(q->data);
   a.sf = static_cast<uint8_t*>(sf->data);
-  // The operands' device is made current for the call and the previous one restored.
+  // Bad arguments are refused before any CUDA call; then the operands' device is made current
+  // for the call and the previous one restored.
+  if (absl::Status s = h3::ValidateWeightQuantArgs(a); !s.ok()) return s;
   int prev = -1;
   if (device >= 0) {
     cudaError_t e = cudaGetDevice(&prev);
@@ -94,8 +91,7 @@ extern "C" {
 int32_t h3_quantize_weight_gpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
                                H3Array* sf, float* global_scale, int32_t device, void* stream) {
   if (global_scale == nullptr) {
-    return h3::capi::Fail(absl::InvalidArgumentError("global_scale must not be null"),
-                          kQuantizer);
+    return h3::capi::Fail(absl::InvalidArgumentError("global_scale must not be null"), kQuantizer);
   }
   absl::StatusOr<float> gs = Run(weight, weight_is_f32, q, sf, device, stream);
   if (!gs.ok()) return h3::capi::Fail(gs.status(), kQuantizer);
