@@ -8,6 +8,8 @@ B=${B:-.dev/bin}
 OUT=${OUT:-/tmp/h3_checks}
 mkdir -p "$OUT"
 export GTEST_COLOR=no
+# tile=auto reads a tuning cache: never the machine's own ($HOME/.cache) during the checks.
+export MINIMAX_H3_NVFP4_TUNE_CACHE=${MINIMAX_H3_NVFP4_TUNE_CACHE:-$OUT/no_tune_cache.json}
 failures=0
 
 check() {  # check NAME CMD...: runs CMD, prints rc, seconds and the log's verdict line
