@@ -54,7 +54,8 @@ struct LaneOffsets {
 };
 
 // Shared-memory loads for the scale words: volatile like ldmatrix (ptx.cuh), so they stay after
-// the stage's mbarrier wait.
+// the stage's mbarrier wait, itself volatile asm (the compiler does not move volatile asm across
+// volatile asm; the SASS shows every load after its wait). Do not drop the volatile.
 __device__ __forceinline__ uint32_t LdShared32(uint32_t addr) {
   uint32_t v;
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));

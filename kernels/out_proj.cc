@@ -11,7 +11,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-
 #include <string>
 #include <tuple>
 #include <utility>
@@ -356,7 +355,6 @@ std::optional<kernels::StallReport> OutProjStallReport() { return StallReportOfC
 absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args) {
   return ResolveTile(args);
 }
-
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels) {

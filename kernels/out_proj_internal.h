@@ -29,7 +29,6 @@ std::optional<kernels::StallReport> OutProjStallReport();
 // For tests: which config kAuto picked is not observable in the output.
 absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args);
 
-
 }  // namespace h3::internal
 
 #endif  // H3_KERNELS_OUT_PROJ_INTERNAL_H_

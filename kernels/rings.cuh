@@ -58,10 +58,6 @@ __device__ __forceinline__ Storage& AlignedSmem(uint8_t* smem_raw) {
 template <class Cfg>
 struct SfaPos {
   int slot = 0, sub = 0;
-  template <class Storage>
-  __device__ __forceinline__ const uint8_t* Row0(const Storage& st) const {
-    return st.sfa[slot] + sub * Cfg::kSfaRowBytes;
-  }
   __device__ __forceinline__ void Advance() {
     if (++sub == Cfg::kSfaStagesPerBox) {
       sub = 0;
