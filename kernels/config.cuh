@@ -156,15 +156,15 @@ struct OutProjConfig {
   static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
 };
 
-// The native SM120 build, default: 128 x 256 tiles, BK = 128, skewed groups: an A ring of 4
+// The skewed 128 x 256 config (OutProjTile::k128x256): BK = 128, skewed groups: an A ring of 4
 // stages (8 KiB of codes each, 3 activation-scale slots of 2 KiB) and two B rings of 3 stages
 // (8 KiB of codes + 1 KiB of weight scales each): 93 KiB of the 99 KiB; 64 x 64 warp tiles with
-// setmaxnreg 56 / 224. The 128 x 256 tile halves the L2 and shared-memory bytes per MMA of the
-// 128 x 128 one (the v2 ladder's L2 rung); the skew hides most of the epilogue (perf_model:
-// v2_128x256_k128_s3_l2pre_skewed, +4.6% predicted at M = 4096 on the RTX 5090).
+// setmaxnreg 56 / 224. The skew hides most of the epilogue (perf_model: `current`); its alone
+// phases rest on one MMA warp per sub-partition keeping the tensor pipes fed (perf_model's eta).
 using Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true>;
-// The same tile in lockstep (OutProjTile::k128x256Lockstep): one ring of 3 stages of 26 KiB
-// (+ 2 activation-scale slots): 83 KiB. The bench times it beside the default.
+// The default (OutProjTile::k128x256Lockstep, tiles.h's first line): the same tile in lockstep,
+// one ring of 3 stages of 26 KiB (+ 2 activation-scale slots): 83 KiB. The 128 x 256 tile halves
+// the L2 and shared-memory bytes per MMA of the 128 x 128 one (the v2 ladder's L2 rung).
 using Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
 // The alternative the bench can pick (OutProjTile::k128x128): 128 x 128 tiles, 4 stages of
 // BK = 128, 64 x 32 warp tiles, no setmaxnreg (the ladder's L1 rung): 76 KiB.

@@ -8,19 +8,25 @@
 //
 // Adding a config: define its OutProjConfig in config.cuh (its static_asserts check the shared-
 // memory budget and the pipeline), add one H3_OUT_PROJ_TILE line below with a fresh code (codes
-// are ABI: never reuse one), and run the GPU tests, which cover every registered config. The
-// first line is the default. kAuto (C++, the C ABI's code 0, Python's and the tools' "auto") is
-// one choice everywhere: the tuning cache's winner for the device, shape and M, else a small-M
-// heuristic, else the default (kernels/tune_cache.h, python/minimax_h3_nvfp4/tuning.py).
+// are ABI: never reuse one; the lines' order is not the codes'), and run the GPU tests, which
+// cover every registered config. The first line is the default. kAuto (C++, the C ABI's code 0,
+// Python's and the tools' "auto") is one choice everywhere: the tuning cache's winner for the
+// device, shape and M, else a small-M heuristic, else the default (kernels/tune_cache.h,
+// python/minimax_h3_nvfp4/tuning.py).
 //
 //   X(enumerator, code, name, config type in h3::kernels, what it is)
+//
+// The default is 128x256_lockstep: the honest performance model cannot separate it from the
+// skewed 128x256 (within 0.5% on an RTX 5090, picks it at M = 75856 on an RTX PRO 6000), the
+// H200's emulation measures it never slower and 1.5-3.5% faster at M = 16384, and its main loop
+// is the one at the SASS density target (NOTES.md "Issue 18 item 4").
 #define H3_OUT_PROJ_TILES(X)                                                                    \
+  X(k128x256Lockstep, 3, "128x256_lockstep", Sm120ConfigLockstep,                             \
+    "128 x 256, BK 128, 3 stages, both consumer warpgroups in step")                           \
   X(k128x256, 1, "128x256", Sm120Config,                                                       \
     "128 x 256, BK 128, skewed consumer groups: each warpgroup owns an N half and runs a few "  \
     "stages behind the other, so one half's epilogue runs under the other's MMAs")             \
-  X(k128x128, 2, "128x128", Sm120Config128, "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles") \
-  X(k128x256Lockstep, 3, "128x256_lockstep", Sm120ConfigLockstep,                             \
-    "128 x 256, BK 128, 3 stages, both consumer warpgroups in step")
+  X(k128x128, 2, "128x128", Sm120Config128, "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")
 
 #include <cstdint>
 

@@ -33,9 +33,9 @@ namespace h3 {
 inline constexpr char kTuneCacheFormat[] = "minimax_h3_nvfp4 tune cache 1";
 inline constexpr char kTuneCacheEnv[] = "MINIMAX_H3_NVFP4_TUNE_CACHE";
 // The heuristic: the 128x128 config for M up to this on SM12x (tuning.py SMALL_M_SM12X; the
-// performance model predicts it ~1.9x faster than the 128x256 default at M = 128 on an RTX 5090,
-// unmeasured), the registry's default elsewhere. python/tests/tune_cache_cross_test.py checks
-// that Python's heuristic() gives the same answers.
+// performance model predicts it ~1.9x faster than the 128x256 ones, the default among them, at
+// M = 128 on an RTX 5090, unmeasured), the registry's default elsewhere.
+// python/tests/tune_cache_cross_test.py checks that Python's heuristic() gives the same answers.
 inline constexpr int64_t kTuneHeuristicSmallM = 512;
 // A bucket's M must lie in [1, kTuneMaxBucketM] (the op's own bound on M).
 inline constexpr int64_t kTuneMaxBucketM = (int64_t{1} << 31) - 1;

@@ -38,9 +38,9 @@ TEST(TuneCacheGpuTest, FirstCapturedKAutoCallFollowsTheCache) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/h3_tune_gpu_test.json";
   std::remove(path.c_str());
-  // M = 300's bucket names the lockstep config: neither the default nor the heuristic's choice.
+  // M = 300's bucket names the skewed config: neither the default nor the heuristic's choice.
   ASSERT_TRUE(RecordTuneWinners(path, device, 512, 1024, TuneVariant(prop.major, false),
-                                {{1, "128x128"}, {300, "128x256_lockstep"}, {100000, "128x128"}})
+                                {{1, "128x128"}, {300, "128x256"}, {100000, "128x128"}})
                   .ok());
   ASSERT_EQ(setenv(kTuneCacheEnv, path.c_str(), 1), 0);
 
@@ -77,13 +77,13 @@ TEST(TuneCacheGpuTest, FirstCapturedKAutoCallFollowsTheCache) {
   absl::StatusOr<testbed::Comparison> c = testbed::CompareWithEmulator(*p, rows, *got, judge);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->pass) << c->Summary();
-  // The replay equals an explicit lockstep call, bit for bit.
+  // The replay equals an explicit call of the skewed config, bit for bit.
   absl::StatusOr<std::vector<uint16_t>> replayed = d->out.Download();
   ASSERT_TRUE(replayed.ok()) << replayed.status();
-  OutProjArgs lockstep = args;
-  lockstep.tile = OutProjTile::k128x256Lockstep;
+  OutProjArgs skewed = args;
+  skewed.tile = OutProjTile::k128x256;
   ASSERT_TRUE(testbed::Poison(*d).ok());
-  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(lockstep, s, CheckMode::kChecked).ok());
+  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(skewed, s, CheckMode::kChecked).ok());
   absl::StatusOr<std::vector<uint16_t>> eager = d->out.Download();
   ASSERT_TRUE(eager.ok()) << eager.status();
   EXPECT_EQ(*eager, *replayed);
@@ -95,14 +95,14 @@ TEST(TuneCacheGpuTest, FirstCapturedKAutoCallFollowsTheCache) {
     OutProjTile want;
   };
   const std::vector<Row> table = {
-      {300, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x256Lockstep},
+      {300, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x256},
       {1, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x128},
       {17, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x128},  // nearer 1 than 300
-      {18, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x256Lockstep},
+      {18, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x256},
       {75856, 512, 1024, Sm90Emulation::kFaithful, OutProjTile::k128x128},
       {300, 1024, 1024, Sm90Emulation::kFaithful, TuneHeuristic(prop.major, 300)},  // not tuned
       {300, 512, 1024, Sm90Emulation::kFast,  // sm_90: another variant; SM12x: the same one
-       prop.major == 9 ? TuneHeuristic(9, 300) : OutProjTile::k128x256Lockstep},
+       prop.major == 9 ? TuneHeuristic(9, 300) : OutProjTile::k128x256},
   };
   for (const Row& r : table) {
     OutProjArgs a = args;

@@ -161,6 +161,14 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
 absl::Status PrepareFused(BenchContext& c, const Inputs&) {
   return OutProjBackendName(c.options().sm90_emulation).status();  // unsupported device: why
 }
+// A fused row's name: `fused` for the registry's default, else fused_<registry name>; then the
+// timing variant's suffix, if any.
+std::string FusedRowName(OutProjTile tile, const char* suffix = "") {
+  return absl::StrCat(
+      tile == kOutProjTileDefault ? "fused" : absl::StrCat("fused_", FindOutProjTile(tile)->name),
+      suffix);
+}
+
 // Every config of the registry (kernels/tiles.h), all timed: SM120 owners see which is faster on
 // their part. `fused` is the registry's first, named: kAuto would follow the tuning cache.
 template <OutProjTile kTile>
@@ -169,8 +177,7 @@ absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& 
 }
 template <OutProjTile kTile>
 absl::Status CheckFused(BenchContext& c, const Inputs& in) {
-  const std::string name =
-      kTile == kOutProjTileDefault ? "fused" : absl::StrCat("fused_", FindOutProjTile(kTile)->name);
+  const std::string name = FusedRowName(kTile);
   return c.CheckOnce(name, in.m, "emulator: act bit-exact, out in envelope, sampled rows", [&] {
     H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile));
     H3_RETURN_IF_ERROR(CheckQuantized(in));
@@ -180,7 +187,7 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
 
 // Timing only (timing_variants.h): the fused op without its epilogue; fused minus this is the
 // exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
-// fused_one_group: also without the second warpgroup's MMAs.
+// kOneGroupMma: also without the second warpgroup's MMAs.
 template <OutProjTile kTile, TimingVariant kVariant>
 absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const RotationSet& s) {
   constexpr TimingVariant v = kVariant;
@@ -188,9 +195,8 @@ absl::Status EnqueueFusedNoEpilogue(BenchContext& c, const Inputs& in, const Rot
 }
 template <OutProjTile kTile, TimingVariant kVariant>
 absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
-  const char* name = kVariant == TimingVariant::kOneGroupMma  ? "fused_one_group"
-                     : kTile == OutProjTile::k128x256Lockstep ? "fused_lockstep_no_epi"
-                                                              : "fused_no_epi";
+  const std::string name =
+      FusedRowName(kTile, kVariant == TimingVariant::kOneGroupMma ? "_one_group" : "_no_epilogue");
   constexpr TimingVariant v = kVariant;
   return c.CheckOnce(name, in.m, "emulator: act bit-exact (out not written)", [&] {
     H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kTile, &v));
@@ -213,21 +219,26 @@ constexpr Contender kContenders[] = {
      nullptr},
     {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<kOutProjTileDefault>,
      EnqueueFused<kOutProjTileDefault>, TileName(kOutProjTileDefault)},
+    {"fused_128x256", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x256>,
+     EnqueueFused<OutProjTile::k128x256>, TileName(OutProjTile::k128x256)},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>, TileName(OutProjTile::k128x128)},
-    {"fused_lockstep", FusedFlops, FusedBytes, PrepareFused,
-     CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
-     TileName(OutProjTile::k128x256Lockstep)},
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>,
      EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>, nullptr},
-    {"fused_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>, nullptr},
-    {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>,
-     EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>, nullptr},
+    // The skewed config's: its exposed epilogue, and one_warp_mma (the rate its alone phases
+    // rest on; the lockstep default has no such phase).
+    {"fused_128x256_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>, nullptr},
+    {"fused_128x256_one_group", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>, nullptr},
 };
+// The fused rows are named as FusedRowName names their checks; the skewed ones' names assume the
+// skewed config is not the default.
+static_assert(kOutProjTileDefault != OutProjTile::k128x256,
+              "the skewed rows above are named fused_128x256*: rename them with the default");
 
 }  // namespace
 

@@ -9,16 +9,18 @@
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, the registry's
-//                  default tile (named, not kAuto, which follows the tuning cache)
-//   fused_128x128  the same with OutProjTile::k128x128 (an alternative config)
-//   fused_lockstep the same with OutProjTile::k128x256Lockstep (the other alternative)
+//                  default tile, OutProjTile::k128x256Lockstep (named, not kAuto, which follows
+//                  the tuning cache)
+//   fused_128x256  the same with OutProjTile::k128x256 (skewed consumer groups)
+//   fused_128x128  the same with OutProjTile::k128x128
 //   fused_no_epilogue  timing only: `fused` without its epilogue (timing_variants.h kNoEpilogue;
-//                  out not written): fused minus this = the exposed epilogue
-//   fused_lockstep_no_epilogue  the same for fused_lockstep
-//   fused_one_group  timing only: fused_no_epilogue with the second consumer warpgroup's MMAs off
-//                  too (timing_variants.h kOneGroupMma); its `one_warp_mma` counter = the time of
-//                  fused_no_epilogue / (2 x this): the tensor rate one MMA warp per
-//                  sub-partition sustains, the skewed default's one assumption
+//                  out not written): fused minus this = the default's exposed epilogue
+//   fused_128x256_no_epilogue  the same for fused_128x256
+//   fused_128x256_one_group  timing only: fused_128x256_no_epilogue with the second consumer
+//                  warpgroup's MMAs off too (timing_variants.h kOneGroupMma); its `one_warp_mma`
+//                  counter = the time of fused_128x256_no_epilogue / (2 x this): the tensor rate
+//                  one MMA warp per sub-partition sustains, the skewed config's one assumption
+//                  (its alone phases; the lockstep default has none), so it times the skewed one
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

@@ -1,9 +1,14 @@
-// The model's description of today's kernel is the kernel's config, field by field.
+// The model's description of today's kernel is the kernel's config, field by field, and its
+// built default (BuiltDesigns()[0], the headline's design) is the registry's (kernels/tiles.h).
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/reading.h"
 #include "kernels/config.cuh"
+#include "kernels/tiles.h"
 
 namespace h3::perf_model {
 namespace {
@@ -42,6 +47,23 @@ TEST(CurrentDesign, MatchesSm120ConfigLockstep) {
 }
 TEST(CurrentDesign, MatchesSm120Config128) {
   ExpectMatches<kernels::Sm120Config128>(Current128Design());
+}
+
+// BuiltDesigns() lists the registry's configs in its order: the first is the default's.
+TEST(CurrentDesign, BuiltDesignsFollowTheRegistry) {
+  const std::vector<Design> built = BuiltDesigns();
+  ASSERT_EQ(static_cast<int>(built.size()), kOutProjTileCount);
+  int i = 0;
+#define H3_EXPECT_BUILT(id, code, name, cfg, what)     \
+  {                                                    \
+    SCOPED_TRACE(name);                                \
+    ExpectMatches<kernels::cfg>(built[i]);             \
+    EXPECT_EQ(kOutProjTiles[i].tile, OutProjTile::id); \
+    ++i;                                               \
+  }
+  H3_OUT_PROJ_TILES(H3_EXPECT_BUILT)
+#undef H3_EXPECT_BUILT
+  EXPECT_EQ(kOutProjTiles[0].tile, kOutProjTileDefault);
 }
 
 }  // namespace

@@ -64,10 +64,10 @@ Design Current128Design() {
 
 Design CurrentLockstepDesign() {
   // kernels/config.cuh Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
-  // (tiles.h's 128x256_lockstep; the default before the skewed groups): 3 stages of BK = 128, 2 x 4
-  // warps of 64 x 64, setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows
-  // quantized k-chunk by k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue
-  // as in Current128Design.
+  // (tiles.h's 128x256_lockstep, the default): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
+  // setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows quantized k-chunk by
+  // k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue as in
+  // Current128Design.
   Design d = Current128Design();
   d.name = "current_lockstep";
   d.summary = "128x256x128 x3 stages, 8 warps of 64x64, setmaxnreg, k-chunk quant, L2 epilogue";
@@ -80,10 +80,10 @@ Design CurrentLockstepDesign() {
 }
 
 Design CurrentDesign() {
-  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true> (the
-  // default): CurrentLockstepDesign() with skewed groups, the two warpgroups owning the tile's N
-  // halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A ring and a 3-stage B ring each;
-  // the trailer starts each tile 3 stages behind (out_proj_kernel.cuh SkewGate).
+  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true>
+  // (tiles.h's 128x256): CurrentLockstepDesign() with skewed groups, the two warpgroups owning
+  // the tile's N halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A ring and a 3-stage
+  // B ring each; the trailer starts each tile 3 stages behind (out_proj_kernel.cuh SkewGate).
   Design d = CurrentLockstepDesign();
   d.name = "current";
   d.summary = "128x256x128, N halves skewed on a 4-deep A ring, 3-deep B rings, L2 epilogue";

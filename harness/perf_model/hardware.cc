@@ -76,12 +76,12 @@ Hardware Rtx5090Constants() {
                         "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper; range 25 .. 45",
                         true, 25, 45};
   h.single_warp_mma = {0.70,
-                       "ASSUMED for SM120: the H200's fused_one_group measured 0.70 / 0.67-0.71 "
-                       "(emulated MMA, NOTES.md \"Measuring the skew's assumption\"); the SASS "
-                       "(issue 18) puts a ~80-instruction address chain and 20 LDS before each "
-                       "stage's first OMMA, on the critical path when one warp issues alone "
-                       "(0.75-0.85 if half of it is exposed against 1024 clk of OMMAs). Range "
-                       "0.5 .. 1.0",
+                       "ASSUMED for SM120: the H200's fused_128x256_one_group measured 0.70 / "
+                       "0.67-0.71 (emulated MMA, NOTES.md \"Measuring the skew's assumption\"); "
+                       "the SASS (issue 18) puts a ~80-instruction address chain and 20 LDS "
+                       "before each stage's first OMMA, on the critical path when one warp "
+                       "issues alone (0.75-0.85 if half of it is exposed against 1024 clk of "
+                       "OMMAs). Range 0.5 .. 1.0",
                        true, 0.5, 1.0};
   h.quant_instr_per_block = {230, kSassQuant120};
   h.quant_warp_ipc = {0.5,

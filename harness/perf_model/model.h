@@ -183,13 +183,13 @@ struct Design {
   int Threads() const { return 32 * Warps(); }
 };
 
-// The kernel as it is: numbers copied from kernels/config.cuh (Sm120Config = OutProjConfig<2,
-// 101376>), kernels/out_proj_kernel.cuh and kernels/epilogue.cuh. Not included from there (the
-// kernels' targets are not visible to this package): a static_assert against Sm120Config
-// belongs in a target that can see both.
+// The kernel's built configs, numbers copied from kernels/config.cuh, kernels/out_proj_kernel.cuh
+// and kernels/epilogue.cuh (not included from there: current_design_test checks them field by
+// field). The skewed 128x256 config (Sm120Config, tile "128x256").
 Design CurrentDesign();
-// The same tile with both consumer warpgroups in step (kernels/config.cuh Sm120ConfigLockstep):
-// the default before the skew, and what the H200 epilogue measurements of 2026-11-30 timed.
+// The same tile with both consumer warpgroups in step (Sm120ConfigLockstep, tile
+// "128x256_lockstep"): the registry's default (BuiltDesigns()[0], reading.h), and what the H200
+// epilogue measurements of 2026-11-30 timed.
 Design CurrentLockstepDesign();
 // The alternative tile of today's kernel (kernels/config.cuh Sm120Config128).
 Design Current128Design();

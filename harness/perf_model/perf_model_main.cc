@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "harness/int_list_flag.h"
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/reading.h"
 #include "harness/perf_model/report.h"
 
 ABSL_FLAG(std::string, hardware, "all", "rtx5090, rtx_pro_6000 or all (both)");
@@ -67,9 +68,7 @@ std::vector<Design> SelectedDesigns() {
   const std::string sel = absl::GetFlag(FLAGS_design);
   std::vector<Design> out;
   if (sel == "all") {
-    out.push_back(CurrentDesign());
-    out.push_back(CurrentLockstepDesign());
-    out.push_back(Current128Design());
+    for (const Design& d : BuiltDesigns()) out.push_back(d);
     out.push_back(V1Design());
     for (const Design& d : CandidateDesigns()) out.push_back(d);
     return out;

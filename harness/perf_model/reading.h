@@ -61,8 +61,9 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
                                                       const std::vector<int64_t>& ms,
                                                       const UncertaintyOptions& options);
 
-// The built configs (CurrentDesign() = kernels/tiles.h's first entry, the lockstep and the
-// 128x128 ones), in that order.
+// The built configs in kernels/tiles.h's order: the default first (CurrentLockstepDesign()),
+// then the skewed (CurrentDesign()) and the 128x128 (Current128Design()) ones.
+// current_design_test checks the first against the registry's default config.
 std::vector<Design> BuiltDesigns();
 
 // `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P`, numbers
@@ -71,7 +72,7 @@ std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u,
                          double goal_tflops = 1250);
 
 // The inputs a first SM12x run measures, as the model has them for a design and problem: the
-// bench prints them beside its measurements (fused_one_group's one_warp_mma, fused -
+// bench prints them beside its measurements (fused_128x256_one_group's one_warp_mma, fused -
 // fused_no_epilogue, ...).
 struct MeasurableInputs {
   double one_warp_mma = 0;    // Hardware::single_warp_mma (eta)

@@ -187,7 +187,7 @@ TEST(ReadingTest, HeadlineLineFormat) {
       R"(TFLOP/s P\(>=1250\)=(0\.[0-9][0-9]|1\.00))");
   UncertaintyOptions o;
   o.samples = 50;
-  const Uncertainty real = ReadUncertainty(Rtx5090(), {CurrentDesign()}, {4096}, o)[0][0];
+  const Uncertainty real = ReadUncertainty(Rtx5090(), {BuiltDesigns()[0]}, {4096}, o)[0][0];
   EXPECT_TRUE(std::regex_match(HeadlineLine(Rtx5090(), 4096, real), format))
       << HeadlineLine(Rtx5090(), 4096, real);
   EXPECT_FALSE(std::regex_match(HeadlineLine(RtxPro6000(), 4096, real), format));

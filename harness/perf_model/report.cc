@@ -134,18 +134,19 @@ void PrintVerbose(const Hardware& h, const Design& d, const Prediction& p) {
       p.l2_bytes_total / h.l2_bytes_per_s.value * kUs, h.l2_bytes_per_s.value * 1e-12);
 }
 
-// What caps the built design: its terms on the critical SM against the time 1250 TFLOP/s
+// What caps the built default: its terms on the critical SM against the time 1250 TFLOP/s
 // (the goal) allows, beside the GEMM alone under the same static schedule.
 void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64_t>& ms) {
-  const Design cur = CurrentDesign(), gemm = GemmOnlyReference();
+  const Design cur = BuiltDesigns()[0], gemm = GemmOnlyReference();
   const double eff = h.hand_kernel_efficiency.value;
   Hardware h1 = h;  // the model's own epilogue (before the H200's ratio)
   h1.epilogue_ratio.value = 1;
   std::printf(
-      "  %s: what caps `current` (calibrated TFLOP/s; the critical SM's time in us)\n"
+      "  %s: what caps `%s`, the built default (calibrated TFLOP/s; the critical SM's time in "
+      "us)\n"
       "  %8s %9s %11s %9s %9s %9s %9s %9s %12s %10s\n",
-      h.name.c_str(), "M", "MMA cap", "GEMM alone", "current", "main", "epi", "startup", "total",
-      "1250 needs", "epi x1");
+      h.name.c_str(), cur.name.c_str(), "M", "MMA cap", "GEMM alone", "TFLOP/s", "main", "epi",
+      "startup", "total", "1250 needs", "epi x1");
   for (int64_t m : ms) {
     Problem p;
     p.m = m;
@@ -164,14 +165,14 @@ void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64
       "  (MMA cap: the main loop alone, x the hand-kernel efficiency %.2f; GEMM alone: "
       "cuBLASLt-like, static schedule, bf16 D stored; c: the fused figure clamped to its "
       "same-shape GEMM (the fused op does that GEMM and more). 1250 needs: the raw time the goal "
-      "allows. epi x1: `current` with the model's own epilogue, i.e. without the H200's "
+      "allows. epi x1: `%s` with the model's own epilogue, i.e. without the H200's "
       "measured ratio %.2f.)\n",
-      eff, h.epilogue_ratio.value);
+      eff, cur.name.c_str(), h.epilogue_ratio.value);
   // The skew's one extra assumption: a group alone (one MMA warp per sub-partition) keeps the
   // tensor pipes at `single_warp_mma` of the full rate.
   std::printf(
       "  `current` (skewed) if one MMA warp per sub-partition ran at eta of the full "
-      "rate (default %.2f), beside `current_lockstep` (calibrated TFLOP/s):\n  %8s",
+      "rate (default %.2f), beside `current_lockstep`, the default (calibrated TFLOP/s):\n  %8s",
       h.single_warp_mma.value, "M");
   const double etas[] = {1.0, 0.85, 0.7, 0.5};
   for (double eta : etas) std::printf("  %9s", absl::StrFormat("eta %.2f", eta).c_str());
@@ -183,7 +184,7 @@ void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64
     for (double eta : etas) {
       Hardware he = h;
       he.single_warp_mma.value = eta;
-      std::printf("  %9.0f", Read(he, cur, p, cal).tflops);
+      std::printf("  %9.0f", Read(he, CurrentDesign(), p, cal).tflops);
     }
     std::printf("  %9.0f\n", Read(h, CurrentLockstepDesign(), p, cal).tflops);
   }
@@ -266,8 +267,8 @@ void PrintComponents(const Hardware& h, const std::vector<Design>& designs,
     }
     if (best < designs.size()) {
       std::printf("  best at M = %lld: %s, %.0f TFLOP/s calibrated (%.0f raw)\n\n",
-                  static_cast<long long>(ms[j]), designs[best].name.c_str(),
-                  preds[best][j].tflops, preds[best][j].model_tflops);
+                  static_cast<long long>(ms[j]), designs[best].name.c_str(), preds[best][j].tflops,
+                  preds[best][j].model_tflops);
     }
   }
 }

@@ -12,11 +12,12 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
     cpu_gemm="fast" | "exact"            the emulator's GEMM: Eigen f32 (within the contract's
                                          bound) or the exact accumulator rounded once
     tile="auto" | a registered name      the SM120 kernel's config, from the library's registry
-                                         (kernels/tiles.h; today "128x256", "128x128",
-                                         "128x256_lockstep"); all compute the same bits, they
-                                         differ in speed only. "auto": the tuning cache's
-                                         winner for this device, shape and M, else a heuristic
-                                         (tuning.py; `python -m minimax_h3_nvfp4 tune`);
+                                         (kernels/tiles.h; today "128x256_lockstep", the
+                                         default, "128x256", "128x128"); all compute the
+                                         same bits, they differ in speed only. "auto": the
+                                         tuning cache's winner for this device, shape and M,
+                                         else a heuristic (tuning.py; `python -m
+                                         minimax_h3_nvfp4 tune`);
                                          ignored by the emulator and the fast sm_90 build
 
 The backend follows the tensors: CUDA torch tensors run the GPU kernel on

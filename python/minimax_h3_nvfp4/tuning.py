@@ -14,8 +14,9 @@ or was written by another library version is ignored with a warning, and so are 
 does not know: the heuristic decides then.
 
 The heuristic (`heuristic()`): "128x128" for M <= 512 on SM12x (the performance model,
-harness/perf_model, predicts it ~1.9x faster than the 128x256 default at M = 128 on an
-RTX 5090; not measured on an SM12x part), else the registry's default ("auto").
+harness/perf_model, predicts it ~1.9x faster than the 128x256 configs, the default among them,
+at M = 128 on an RTX 5090; not measured on an SM12x part), else the registry's default ("auto",
+today "128x256_lockstep").
 
 The C++ host API reads the same file the same way (OutProjTile::kAuto, kernels/tune_cache.h) and
 the C++ bench writes it (`--write_tune_cache`); python/tests/tune_cache_cross_test.py holds the

@@ -110,6 +110,8 @@ class SignatureTest(unittest.TestCase):
         from minimax_h3_nvfp4 import _native
         self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
                                            "128x256_lockstep": 3})
+        # In the registry's order, "auto" first: the default (the first config) is the lockstep one.
+        self.assertEqual(list(_native.tiles()), ["auto", "128x256_lockstep", "128x256", "128x128"])
         lib = _native.lib()
         self.assertIsNone(lib.h3_tile_name(lib.h3_tile_count()))
         self.assertEqual(lib.h3_tile_code(-1), -1)
@@ -344,8 +346,8 @@ class ErrorTest(unittest.TestCase):
                   out=np.zeros((37, 128), np.float32))
         self.call(TypeError, r"sm90_emulation must be 'faithful' or 'fast', got int",
                   sm90_emulation=1)
-        self.call(TypeError, r"tile must be 'auto' or '128x256' or '128x128' or "
-                  r"'128x256_lockstep', got int", tile=2)
+        self.call(TypeError, r"tile must be 'auto' or '128x256_lockstep' or '128x256' or "
+                  r"'128x128', got int", tile=2)
 
     def test_value_errors_shapes(self):
         c = self.c
@@ -419,8 +421,8 @@ class ErrorTest(unittest.TestCase):
         self.call(ValueError, r"sm90_emulation must be 'faithful' or 'fast', got 'bogus'",
                   sm90_emulation="bogus")
         self.call(ValueError, r"cpu_gemm must be 'fast' or 'exact', got 'slow'", cpu_gemm="slow")
-        self.call(ValueError, r"tile must be 'auto' or '128x256' or '128x128' or "
-                  r"'128x256_lockstep', got '256x128'", tile="256x128")
+        self.call(ValueError, r"tile must be 'auto' or '128x256_lockstep' or '128x256' or "
+                  r"'128x128', got '256x128'", tile="256x128")
 
     def test_value_errors_layout(self):
         c = self.c
