@@ -161,13 +161,16 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
                      : 0;
   const double omma_w = d.MFrags() * d.NFrags() * d.KSteps();
   const double ldsm_w = (d.MFrags() + d.NFrags() / 2.0) * d.KSteps();
-  // Scale LDS per warp and stage. The source (kernels/mainloop.cuh) loads one 32-bit scale word
-  // per fragment per k-step; the activation words of a row are adjacent in its 16-byte slot
-  // (SfaOffset: +4 B per k-step), so nvcc merges a stage's into one LDS.64/128 per m fragment,
-  // while the weight words sit 512 B apart (SfbOffset): one LDS per n fragment per k-step. The
-  // SASS agrees (issue 18: 20 LDS per stage at 128x256, 12 at 128x128).
+  // Scale LDS per warp and stage, as kernels/mainloop.cuh (LoadStageScales) loads them: a row's
+  // activation words of a stage are adjacent in its 16-byte slot (SfaOffset: +4 B per k-step),
+  // one LDS.64/128 per m fragment; the weight words of n fragments j and j + 4 are adjacent
+  // (SfbFragOffset), one LDS.64 per pair and k-step in a 64-wide warp tile (8 n fragments), else
+  // one LDS per n fragment and k-step. The SASS agrees (tools/device/sass_report.sh: 12 per
+  // stage at 128x256, 12 per stage of 32 OMMA at 128x128).
   const double sfa_lds_w = d.MFrags() * std::ceil(d.KSteps() / 4.0);
-  const double sfb_lds_w = d.NFrags() * (d.sfb_once_per_stage ? 1.0 : d.KSteps());
+  const double sfb_per_lds = d.NFrags() % 8 == 0 ? 2.0 : 1.0;
+  const double sfb_lds_w =
+      d.NFrags() / sfb_per_lds * (d.sfb_once_per_stage ? 1.0 : d.KSteps());
   const double lds_w = sfa_lds_w + sfb_lds_w;
   s.lds_per_warp = lds_w;
   const double other_w = kOtherPerKStep * d.KSteps() + kOtherPerStage;
