@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -127,7 +128,9 @@ struct MapMemo {
   uint64_t rows = 0, row_bytes = 0;
   uint32_t box_rows = 0, box_bytes = 0;
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
-  CUtensorMap map;
+  // Bytes, copied with memcpy: thread-local storage of a dlopen'ed library need not honour
+  // CUtensorMap's 64-byte alignment.
+  unsigned char map[sizeof(CUtensorMap)];
 };
 
 inline cudaError_t EncodeU8MapMemo(MapMemo* memo, EncodeTiledFn encode, CUtensorMap* map,
@@ -136,7 +139,7 @@ inline cudaError_t EncodeU8MapMemo(MapMemo* memo, EncodeTiledFn encode, CUtensor
                                    CUtensorMapSwizzle swizzle) {
   if (memo->valid && memo->base == base && memo->rows == rows && memo->row_bytes == row_bytes &&
       memo->box_rows == box_rows && memo->box_bytes == box_bytes && memo->swizzle == swizzle) {
-    *map = memo->map;
+    std::memcpy(static_cast<void*>(map), memo->map, sizeof(CUtensorMap));
     return cudaSuccess;
   }
   const cudaError_t e =
@@ -149,7 +152,7 @@ inline cudaError_t EncodeU8MapMemo(MapMemo* memo, EncodeTiledFn encode, CUtensor
     memo->box_rows = box_rows;
     memo->box_bytes = box_bytes;
     memo->swizzle = swizzle;
-    memo->map = *map;
+    std::memcpy(memo->map, static_cast<const void*>(map), sizeof(CUtensorMap));
   }
   return e;
 }
