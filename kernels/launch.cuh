@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -115,6 +116,47 @@ inline cudaError_t EncodeU8Map(EncodeTiledFn encode, CUtensorMap* map, const voi
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// The last descriptor EncodeU8Map made for one map of one kernel instance, on one thread.
+// cuTensorMapEncodeTiled is a pure function of its arguments (it takes no context or stream and
+// consults no allocation: the descriptor holds the address and the geometry only), and the
+// arguments not keyed here (data type, rank, element strides, interleave, L2 promotion, fill)
+// are the same constants on every call; so a call whose keyed arguments repeat may copy the
+// kept descriptor. With the eager fast path's cached workspace all three maps repeat at a fixed M.
+struct MapMemo {
+  bool valid = false;
+  const void* base = nullptr;
+  uint64_t rows = 0, row_bytes = 0;
+  uint32_t box_rows = 0, box_bytes = 0;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  // Bytes, copied with memcpy: thread-local storage of a dlopen'ed library need not honour
+  // CUtensorMap's 64-byte alignment.
+  unsigned char map[sizeof(CUtensorMap)];
+};
+
+inline cudaError_t EncodeU8MapMemo(MapMemo* memo, EncodeTiledFn encode, CUtensorMap* map,
+                                   const void* base, uint64_t rows, uint64_t row_bytes,
+                                   uint32_t box_rows, uint32_t box_bytes,
+                                   CUtensorMapSwizzle swizzle) {
+  if (memo->valid && memo->base == base && memo->rows == rows && memo->row_bytes == row_bytes &&
+      memo->box_rows == box_rows && memo->box_bytes == box_bytes && memo->swizzle == swizzle) {
+    std::memcpy(static_cast<void*>(map), memo->map, sizeof(CUtensorMap));
+    return cudaSuccess;
+  }
+  const cudaError_t e =
+      EncodeU8Map(encode, map, base, rows, row_bytes, box_rows, box_bytes, swizzle);
+  memo->valid = e == cudaSuccess;
+  if (memo->valid) {
+    memo->base = base;
+    memo->rows = rows;
+    memo->row_bytes = row_bytes;
+    memo->box_rows = box_rows;
+    memo->box_bytes = box_bytes;
+    memo->swizzle = swizzle;
+    std::memcpy(memo->map, static_cast<const void*>(map), sizeof(CUtensorMap));
+  }
+  return e;
+}
+
 // What the kernel's code assumes of its compiled form, from the runtime's view of it: every
 // thread's registers can complete the setmaxnreg split (register_split.h), all of its shared
 // memory is the dynamic block AlignedSmem realigns, and a CTA of kThreads can launch.
@@ -175,21 +217,23 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
     return e;
   }
   CUtensorMap tmap_aq, tmap_asf, tmap_wq;
+  thread_local MapMemo memo[3];  // per thread and instance: no lock (MapMemo)
   const uint64_t m = static_cast<uint64_t>(p.m);
   // Code tiles swizzled with the mode of their row width (fragment_math.h SwizzleOffset); the
   // activation-scale box is [kBM][16 B] (config.cuh kSfaBoxBytes), unswizzled.
   constexpr CUtensorMapSwizzle kCodeSwizzle =
       Cfg::kRowBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
-  e = EncodeU8Map(encode, &tmap_aq, p.act_q, m, p.k / 2, Cfg::kBM, Cfg::kRowBytes, kCodeSwizzle);
+  e = EncodeU8MapMemo(&memo[0], encode, &tmap_aq, p.act_q, m, p.k / 2, Cfg::kBM, Cfg::kRowBytes,
+                      kCodeSwizzle);
   if (e == cudaSuccess) {
-    e = EncodeU8Map(encode, &tmap_asf, p.act_sf, m, p.k / Cfg::kSfVec, Cfg::kBM, Cfg::kSfaBoxBytes,
-                    CU_TENSOR_MAP_SWIZZLE_NONE);
+    e = EncodeU8MapMemo(&memo[1], encode, &tmap_asf, p.act_sf, m, p.k / Cfg::kSfVec, Cfg::kBM,
+                        Cfg::kSfaBoxBytes, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e == cudaSuccess) {
     // One box per ring stage: the whole tile's kBN rows, or (skewed) one group's kGroupBN. The
     // map has n rows: the missing rows of a half tile at the end of N read as zeros.
-    e = EncodeU8Map(encode, &tmap_wq, p.w_q, p.n, p.k / 2, Cfg::kGroupBN, Cfg::kRowBytes,
-                    kCodeSwizzle);
+    e = EncodeU8MapMemo(&memo[2], encode, &tmap_wq, p.w_q, p.n, p.k / 2, Cfg::kGroupBN,
+                        Cfg::kRowBytes, kCodeSwizzle);
   }
   if (e != cudaSuccess) {
     *what = "cuTensorMapEncodeTiled";

@@ -93,6 +93,32 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
       dev, prop.name, major, minor));
 }
 
+// CurrentDeviceKind of the current device, asked of the runtime once per (device, emulation):
+// a device's compute capability never changes and CUDA numbers the devices once per process.
+// A failure is not kept (the next call asks again, and says why as CurrentDeviceKind does).
+absl::StatusOr<const DeviceKind*> CachedDeviceKind(Sm90Emulation sm90_emulation) {
+  static std::mutex mu;
+  static auto* kinds = new std::map<std::pair<int, int>, DeviceKind>();
+  int dev = -1;
+  if (cudaGetDevice(&dev) == cudaSuccess) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = kinds->find({dev, static_cast<int>(sm90_emulation)});
+    if (it != kinds->end()) return &it->second;
+  } else {
+    dev = -1;  // CurrentDeviceKind below asks again and says why in its words
+  }
+  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(sm90_emulation);
+  if (!kind.ok()) return kind.status();
+  if (dev < 0) {
+    if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) {
+      return CudaError(e, "cudaGetDevice");
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  return &kinds->emplace(std::make_pair(dev, static_cast<int>(sm90_emulation)), *std::move(kind))
+              .first->second;
+}
+
 // The current CUDA context's process-unique id (driver cuCtxGetId, CUDA 12.0+). The launch
 // geometry is kept per context, not per device number: after cudaDeviceReset the device gets a
 // new context whose kernel attributes start from scratch.
@@ -133,18 +159,16 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
 
 // The co-resident CTA count of the set's (build, tile) kernel in the current context, from its
 // configure step (which also raises the kernel's shared-memory limit in this context): once per
-// (context, set, build, tile), not on every call. Neither step allocates or synchronizes, so it
-// may run during a capture.
-absl::StatusOr<int> ResidentCtas(const kernels::KernelSet& set, kernels::KernelBuild build,
-                                 OutProjTile tile) {
+// (context, set, build, tile), not on every call (ctx: CurrentContextId()). Neither step
+// allocates or synchronizes, so it may run during a capture.
+absl::StatusOr<int> ResidentCtas(unsigned long long ctx, const kernels::KernelSet& set,
+                                 kernels::KernelBuild build, OutProjTile tile) {
   static std::mutex mu;
   static auto* resident = new std::map<
       std::tuple<unsigned long long, const kernels::KernelSet*, kernels::KernelBuild, OutProjTile>,
       int>();
-  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
-  if (!ctx.ok()) return ctx.status();
   std::lock_guard<std::mutex> lock(mu);
-  int& ctas = (*resident)[{*ctx, &set, build, tile}];
+  int& ctas = (*resident)[{ctx, &set, build, tile}];
   if (ctas == 0) {
     // The device's own shared-memory limit, not an assumed one (SM12x parts may differ).
     int dev = 0, optin = 0;
@@ -186,12 +210,18 @@ absl::StatusOr<OutProjTile> ResolveTile(const OutProjArgs& a) {
     std::optional<TuneCache> cache;
     std::map<int, TuneDevice> devices;
     std::set<std::string> said;
+    // Choose's answers: the file is read once per process and a device's properties are
+    // asked once, so each (device, m, n, k, emulation) has one answer for the process;
+    // kept here instead of formatting the cache's keys again on every call. Bounded.
+    std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, OutProjTile> chosen;
   };
   static State* state = new State;
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
   std::lock_guard<std::mutex> lock(state->mu);
+  const auto memo_key = std::make_tuple(dev, a.m, a.n, a.k, static_cast<int>(a.sm90_emulation));
+  if (auto hit = state->chosen.find(memo_key); hit != state->chosen.end()) return hit->second;
   std::vector<std::string> warnings;
   if (!state->cache.has_value()) state->cache = TuneCache::FromFile(TuneCachePath(), &warnings);
   auto it = state->devices.find(dev);
@@ -217,6 +247,8 @@ absl::StatusOr<OutProjTile> ResolveTile(const OutProjArgs& a) {
       std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
     }
   }
+  if (state->chosen.size() >= 4096) state->chosen.clear();
+  state->chosen.emplace(memo_key, choice.tile);
   return choice.tile;
 }
 
@@ -360,17 +392,18 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
                         const kernels::KernelSet& kernels) {
   if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
   if (args.m == 0) return absl::OkStatus();
-  absl::StatusOr<DeviceKind> kind = CurrentDeviceKind(args.sm90_emulation);
-  if (!kind.ok()) return kind.status();
+  absl::StatusOr<const DeviceKind*> kind_or = CachedDeviceKind(args.sm90_emulation);
+  if (!kind_or.ok()) return kind_or.status();
+  const DeviceKind* kind = *kind_or;
   absl::StatusOr<OutProjTile> tile_or = ResolveTile(args);  // kAuto: the tuning cache's choice
   if (!tile_or.ok()) return tile_or.status();
   const OutProjTile tile = *tile_or;
-  absl::StatusOr<int> resident_ctas = ResidentCtas(kernels, kind->build, tile);
+  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
+  if (!ctx.ok()) return ctx.status();
+  absl::StatusOr<int> resident_ctas = ResidentCtas(*ctx, kernels, kind->build, tile);
   if (!resident_ctas.ok()) return resident_ctas.status();
   absl::StatusOr<uint64_t> wait_limit = kernels::WaitLimitNs();
   if (!wait_limit.ok()) return wait_limit.status();
-  absl::StatusOr<unsigned long long> ctx = CurrentContextId();
-  if (!ctx.ok()) return ctx.status();
   kernels::StallReport* stall = kernels::StallReportOf(*ctx, stream, /*allocate=*/true);
 
   if (mode == CheckMode::kChecked) {

@@ -17,11 +17,35 @@ routes raise the same errors; the C ABI validates shapes, sizes and aliasing on 
 
 Per call here: the cheap checks above, a dict lookup of a plan (built once per thread, device,
 operand shapes and options: the ctypes struct with its shapes, the resolved tile, the
-workspace layout), the data pointers and the stream written into the struct, two allocations
-from torch's caching allocator (out, unless given; one workspace for act_q, act_sf and the
-ready flags, unless act_q and act_sf are given) and the C call. The version counters of the
-mutated tensors are bumped as the registered op's ADInplaceOrView layer does. Nothing here
-synchronizes or needs the op's registration: a first call under CUDA-graph capture works.
+workspace layout), the data pointers and the stream written into the struct, one allocation
+from torch's caching allocator (out, unless given) and the C call. The version counters of the
+mutated tensors are bumped as the registered op's ADInplaceOrView layer does (one C call on
+torch 2.x). Nothing here synchronizes or needs the op's registration: a first call under
+CUDA-graph capture works.
+
+The workspace (act_q, act_sf and the ready flags; the flags alone where act_q and act_sf are
+given) is cached per (thread, device, stream): one tensor of at most WS_CACHE_MAX_BYTES, at
+most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why that is safe:
+  - Calls on one stream run in stream order, so a call's kernel starts after the previous one's
+    finished; the C ABI zeroes the ready flags on the stream before each kernel. Threads never
+    share an entry (the cache is thread-local), streams never share one (the key).
+  - Under capture the workspace must come from the graph's pool and live as long as the graph:
+    the call passes cached_workspace=1 and the C ABI, which asks the stream itself
+    (cudaStreamIsCapturing, after entering the device), returns H3_CAPTURING without writing
+    anything; the call is then made again with a workspace allocated for it, freed when it
+    returns, as the full route does (a cache entry allocated by that very call came from the
+    capture's pool: it becomes the call's workspace and leaves the cache). So a capture never
+    uses a cached tensor, and the cache never keeps one of a graph's pool.
+  - torch.cuda.set_stream / torch.cuda.stream(...) change the raw stream, hence the entry. A
+    stream destroyed and its handle reused by a new one gets the entry of the old one: torch's
+    caching allocator hands a freed block to the next allocation on the same handle in just
+    the same way, so the full route and the per-call workspace had the same property.
+  - An entry dropped (a fifth stream, the thread's end, release_workspaces()) goes back to
+    torch's allocator, freed on the stream it was allocated on, stream-ordered as any tensor.
+  - Memory: at most WS_CACHE_MAX_ENTRIES x WS_CACHE_MAX_BYTES per thread (64 MiB), held until
+    released: torch.cuda.empty_cache() cannot return it; release_workspaces() drops this
+    thread's entries. Larger workspaces (M above ~4000 at K = 7168, where the kernel takes far
+    longer than the host) are allocated per call as before.
 """
 
 import ctypes
@@ -63,6 +87,24 @@ _jit_tracing = getattr(_C, "_get_tracing_state", _none)
 _raw_stream = getattr(_C, "_cuda_getCurrentRawStream", None)
 _inference_mode = torch.is_inference_mode_enabled
 _bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
+_BF16_DTYPE = torch.bfloat16
+
+
+def _tuple_bump():
+    """torch._C._increment_version where it takes a tuple of tensors (what increment_version
+    hands it on torch 2.x: one C call for all mutated tensors, no Python frame); an empty tuple
+    shows it without touching a tensor. None elsewhere (then increment_version per tensor)."""
+    f = getattr(_C, "_increment_version", None)
+    if f is None or _bump is None:
+        return None
+    try:
+        f(())
+    except Exception:  # noqa: BLE001 - older signature (one tensor): not this shortcut
+        return None
+    return f
+
+
+_bump_tuple = _tuple_bump()
 
 # Whether try_call may run at all (tests and `bench` compare both routes; the environment
 # variable MINIMAX_H3_NVFP4_EAGER_FAST_PATH=0 turns it off for a process), and the calls each
@@ -83,6 +125,12 @@ def _word(name):
      "gate", "gate_index", "residual", "out", "act_q", "act_sf", "ready_flags"))
 _ALIGN = 256  # of each piece of the workspace (the C ABI needs 16)
 _MAX_PLANS = 256
+# The cached workspaces (module docstring): at most this many bytes each (M <= ~4000 at
+# K = 7168; larger calls allocate per call, where host time is small beside the kernel's) and
+# this many (device, stream) pairs per thread, sizes rounded up to _WS_QUANTUM.
+WS_CACHE_MAX_BYTES = 16 << 20
+WS_CACHE_MAX_ENTRIES = 4
+_WS_QUANTUM = 64 << 10
 _tls = threading.local()
 
 
@@ -96,7 +144,7 @@ class _Plan:
     """The C ABI's argument struct for one device, set of operand shapes and options."""
 
     __slots__ = ("args", "ref", "words", "m", "n", "k", "out_shape", "ws_bytes", "sf_off",
-                 "flags_off", "auto", "generation", "emulation")
+                 "flags_off", "auto", "generation", "emulation", "tile", "cached")
 
 
 def _round_up(x, to):
@@ -138,6 +186,8 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
         a.ready_flags = _native.make_array(0, (flag_bytes,))
     p.auto = cuda and tile == _native.tiles()["auto"]
     p.generation = None
+    p.tile = tile
+    p.cached = False  # args.cached_workspace
     p.emulation = "fast" if sm90 == 1 else "faithful"
     p.args = a
     p.ref = ctypes.byref(a)
@@ -145,15 +195,97 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
     return p
 
 
+def _load():
+    """The C entry points, bound once (the library loads on the first call)."""
+    global _gpu, _cpu
+    lib = _native.lib()
+    _gpu, _cpu = lib.h3_out_proj_gpu, lib.h3_out_proj_cpu
+
+
+_gpu = _cpu = None
+
+
+def _workspace(plan, dev, stream, device):
+    """(tensor, base address, cached, new): the call's workspace. Cached per (thread, device,
+    stream) where its size allows (the module docstring), else a new one from torch's
+    allocator; new: allocated by this call."""
+    need = plan.ws_bytes
+    if need <= WS_CACHE_MAX_BYTES:
+        cache = getattr(_tls, "ws", None)
+        if cache is None:
+            cache = _tls.ws = {}
+        key = (dev, stream)
+        hit = cache.get(key)
+        if hit is not None and hit[1] >= need:
+            return hit[0], hit[2], True, False
+        if hit is None and len(cache) >= WS_CACHE_MAX_ENTRIES:
+            # Dropped tensors go back to torch's allocator, stream-ordered on their streams.
+            cache.pop(next(iter(cache)))
+        size = min(_round_up(need, _WS_QUANTUM), WS_CACHE_MAX_BYTES)
+        ws = torch.empty((size,), dtype=torch.uint8, device=device)
+        entry = cache[key] = (ws, size, ws.data_ptr())
+        return ws, entry[2], True, True
+    ws = torch.empty((need,), dtype=torch.uint8, device=device)
+    return ws, ws.data_ptr(), False, True
+
+
+def release_workspaces():
+    """Drops this thread's cached workspaces (e.g. before torch.cuda.empty_cache(), which
+    cannot return memory a cache holds); the next calls allocate them again."""
+    _tls.ws = {}
+
+
+def _launch(plan, dev, device, act_q, act_sf):
+    """The GPU call of a plan whose operands are written: the stream, the workspace, the C
+    call, and the call again with a workspace of its own where the stream is being captured."""
+    w = plan.words
+    stream = _raw_stream(dev) if _raw_stream is not None else (
+        torch.cuda.current_stream(device).cuda_stream)
+    ws, base, cached, new = _workspace(plan, dev, stream, device)
+    if act_q is None:
+        w[_W_ACTQ] = base
+        w[_W_ACTSF] = base + plan.sf_off
+    else:
+        w[_W_ACTQ] = act_q.data_ptr()
+        w[_W_ACTSF] = act_sf.data_ptr()
+    w[_W_FLAGS] = base + plan.flags_off
+    if cached != plan.cached:
+        plan.args.cached_workspace = plan.cached = cached
+    stats["tile"] = plan.tile
+    rc = _gpu(plan.ref, stream)
+    if rc == _native.CAPTURING:
+        # The stream is being captured: the graph gets a workspace of its own, from the
+        # capture's pool, freed (stream-ordered) when this call returns, as outside the cache.
+        # One this call just allocated came from that pool already: it leaves the cache.
+        if new:
+            _tls.ws.pop((dev, stream), None)
+        else:
+            ws = torch.empty((plan.ws_bytes,), dtype=torch.uint8, device=device)
+            base = ws.data_ptr()
+            if act_q is None:
+                w[_W_ACTQ] = base
+                w[_W_ACTSF] = base + plan.sf_off
+            w[_W_FLAGS] = base + plan.flags_off
+        plan.args.cached_workspace = plan.cached = False
+        rc = _gpu(plan.ref, stream)
+    if rc:
+        _native.check(rc)
+    # A workspace not cached goes back to torch's caching allocator here, stream-ordered on
+    # the current stream (the one the kernel was enqueued on), as the full route's do.
+    del ws
+
+
 def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,
              gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
     """The op's result, run here; or None where the call must take the full route (then
-    nothing was written and nothing was allocated that outlives this call)."""
+    nothing was written and nothing was allocated that outlives this call, the cached
+    workspace aside)."""
     if type(attn_out) not in _PLAIN:
         return None
+    device = attn_out.device
     cuda = attn_out.is_cuda
     if cuda:
-        dev = attn_out.get_device()
+        dev = device.index
     elif attn_out.is_cpu:
         dev = -1
     else:
@@ -165,50 +297,46 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     in_place = out is residual
     if cuda and (act_q is None) != (act_sf is None):
         return None  # the GPU's error (both or neither), through the full route
-    checks = [(attn_out, _BF16), (o_weight_q, _U8), (o_weight_sf, _SF), (act_global_scale, _F32),
-              (gate, _BF16), (gate_index, _I32), (residual, _BF16)]
-    if w_is_tensor:
-        checks.append((w_gs, _F32))
-    if out is not None:
-        checks.append((out, _BF16))
-    if act_q is not None:
-        checks.append((act_q, _U8))
-    if act_sf is not None:
-        checks.append((act_sf, _SF))
+    # The route's checks, unrolled: type, dtype, device, contiguity, grad (module docstring).
     grad = _C.is_grad_enabled()
-    for t, dtypes in checks:
-        if (type(t) not in _PLAIN or t.dtype not in dtypes or not t.is_contiguous()
-                or (grad and t.requires_grad)):
+    for t, dtypes in ((attn_out, _BF16), (o_weight_q, _U8), (o_weight_sf, _SF),
+                      (act_global_scale, _F32), (gate, _BF16), (gate_index, _I32),
+                      (residual, _BF16), (w_gs if w_is_tensor else None, _F32),
+                      (out, _BF16), (act_q, _U8), (act_sf, _SF)):
+        if t is None:
+            continue
+        if (type(t) not in _PLAIN or t.dtype not in dtypes or t.device != device
+                or not t.is_contiguous() or (grad and t.requires_grad)):
             return None
-        if cuda:
-            if not t.is_cuda or t.get_device() != dev:
-                return None
-        elif not t.is_cpu:
-            return None
-    shapes = (attn_out.shape, o_weight_q.shape, o_weight_sf.shape,
-              w_gs.shape if w_is_tensor else None, act_global_scale.shape, gate.shape,
-              gate_index.shape, None if in_place else residual.shape,
-              None if out is None else out.shape, None if act_q is None else act_q.shape,
-              None if act_sf is None else act_sf.shape)
-    if not shapes[0] or not shapes[0][0]:
-        return None  # M = 0 (or not 2-D): rare, the full route
-    key = (dev, sm90, gemm, tile, shapes)
+    a_shape = attn_out.shape
+    if len(a_shape) != 2 or not a_shape[0]:
+        return None  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
+    key = (dev, sm90, gemm, tile, a_shape, o_weight_q.shape, o_weight_sf.shape,
+           w_gs.shape if w_is_tensor else None, act_global_scale.shape, gate.shape,
+           gate_index.shape, None if in_place else residual.shape,
+           None if out is None else out.shape, None if act_q is None else act_q.shape,
+           None if act_sf is None else act_sf.shape)
     plans = getattr(_tls, "plans", None)
     if plans is None:
         plans = _tls.plans = {}
     plan = plans.get(key)
     if plan is None:
-        plan = _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor,
+        plan = _build(cuda, dev, key[4:], sm90, gemm, tile, w_is_tensor,
                       cuda and act_q is None)
         if plan is None:
             return None
         if len(plans) >= _MAX_PLANS:
             plans.clear()
         plans[key] = plan
+    if _gpu is None:
+        _load()
     if out is None:
-        out = torch.empty(plan.out_shape, dtype=torch.bfloat16, device=attn_out.device)
-    if _torch_op.registered and _bump is not None and not _inference_mode():
-        # What the registered op's ADInplaceOrView layer does for its mutated arguments.
+        out = torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device)
+    if _bump_tuple is not None:
+        if _torch_op.registered and not _inference_mode():
+            # What the registered op's ADInplaceOrView layer does for its mutated arguments.
+            _bump_tuple((out,) if act_q is None else (out, act_q, act_sf))
+    elif _torch_op.registered and _bump is not None and not _inference_mode():
         _bump(out)
         if act_q is not None:
             _bump(act_q)
@@ -228,35 +356,20 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     if not in_place:
         w[_W_RES] = residual.data_ptr()
     w[_W_OUT] = out.data_ptr()
-    lib = _native.lib()
     if not cuda:
         if act_q is not None:
             w[_W_ACTQ] = act_q.data_ptr()
         if act_sf is not None:
             w[_W_ACTSF] = act_sf.data_ptr()
         stats["fast"] += 1
-        _native.check(lib.h3_out_proj_cpu(plan.ref))
+        rc = _cpu(plan.ref)
+        if rc:
+            _native.check(rc)
         return out
     if plan.auto and plan.generation != tuning.generation:
         # Resolved once per plan and tuning-cache generation (a dict lookup after the first).
-        plan.args.tile = tuning.resolve(dev, plan.m, plan.n, plan.k, plan.emulation)
+        plan.tile = plan.args.tile = tuning.resolve(dev, plan.m, plan.n, plan.k, plan.emulation)
         plan.generation = tuning.generation
-    ws = torch.empty((plan.ws_bytes,), dtype=torch.uint8, device=attn_out.device)
-    base = ws.data_ptr()
-    if act_q is None:
-        w[_W_ACTQ] = base
-        w[_W_ACTSF] = base + plan.sf_off
-    else:
-        w[_W_ACTQ] = act_q.data_ptr()
-        w[_W_ACTSF] = act_sf.data_ptr()
-    w[_W_FLAGS] = base + plan.flags_off
-    if _raw_stream is not None:
-        stream = _raw_stream(dev)
-    else:
-        stream = torch.cuda.current_stream(attn_out.device).cuda_stream
     stats["fast"] += 1
-    stats["tile"] = plan.args.tile
-    _native.check(lib.h3_out_proj_gpu(plan.ref, stream))
-    # `ws` goes back to torch's caching allocator here, stream-ordered on the current stream
-    # (the one the kernel was enqueued on), as the full route's workspace tensors do.
+    _launch(plan, dev, device, act_q, act_sf)
     return out

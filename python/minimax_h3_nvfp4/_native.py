@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 6
+CAPI_VERSION = 7
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -19,6 +19,7 @@ FAILED_PRECONDITION = 9
 OUT_OF_RANGE = 11
 UNIMPLEMENTED = 12
 INTERNAL = 13
+CAPTURING = 1000  # not an error: H3OutProjArgs.cached_workspace under capture (capi.h)
 
 
 class H3Array(ctypes.Structure):
@@ -37,7 +38,7 @@ class H3OutProjArgs(ctypes.Structure):
         ("o_weight_sf", H3Array),
         ("o_weight_global_scale", H3Array),
         ("o_weight_global_scale_value", ctypes.c_float),
-        ("reserved0", ctypes.c_int32),
+        ("cached_workspace", ctypes.c_int32),
         ("act_global_scale", H3Array),
         ("gate", H3Array),
         ("gate_index", H3Array),

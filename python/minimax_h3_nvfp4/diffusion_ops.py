@@ -326,9 +326,18 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
       RuntimeError: a CUDA error, no usable NVIDIA driver or GPU for CUDA tensors, an
         unsupported GPU.
     """
-    sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
-    gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
-    tile_code = _mode("tile", tile, _native.tiles())
+    # The common case inline (a str the table has; host time per call matters); anything else
+    # goes to _mode, which raises or accepts as always.
+    sm90 = _SM90_EMULATION.get(sm90_emulation) if type(sm90_emulation) is str else None
+    if sm90 is None:
+        sm90 = _mode("sm90_emulation", sm90_emulation, _SM90_EMULATION)
+    gemm = _CPU_GEMM.get(cpu_gemm) if type(cpu_gemm) is str else None
+    if gemm is None:
+        gemm = _mode("cpu_gemm", cpu_gemm, _CPU_GEMM)
+    tiles = _native._tiles or _native.tiles()
+    tile_code = tiles.get(tile) if type(tile) is str else None
+    if tile_code is None:
+        tile_code = _mode("tile", tile, tiles)
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
         return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                                act_global_scale, gate, gate_index, residual, out, act_q, act_sf,

@@ -255,7 +255,18 @@ class DeviceScope {
   bool switched_ = false;
 };
 
-absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
+// True where `stream` is surely not being captured. A failed query (e.g. the legacy stream while
+// another stream captures) counts as capturing: the caller then calls again without the cached
+// workspace, and that call reports the stream's state as any call does. The query's error is
+// left as the runtime set it, as the launch it stands for would leave its own.
+bool NotCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+         status == cudaStreamCaptureStatusNone;
+}
+
+// *capturing: set (and nothing run) where a->cached_workspace is set and the stream captures.
+absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
   // The kernel's own shape rule, in its wording: with m = 0 the host API validates n, k and g
   // and returns before touching any pointer or the device (m is checked by the real call).
   auto kernel_shape_rule = [](const Dims& d) {
@@ -321,6 +332,10 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream) {
   if (d.m == 0) return h3::MinimaxH3Nvfp4OutProj(p, static_cast<cudaStream_t>(stream));
   DeviceScope scope;
   if (absl::Status s = scope.Enter(a->device); !s.ok()) return s;
+  if (a->cached_workspace != 0 && !NotCapturing(static_cast<cudaStream_t>(stream))) {
+    *capturing = true;
+    return absl::OkStatus();
+  }
   return h3::MinimaxH3Nvfp4OutProj(p, static_cast<cudaStream_t>(stream), h3::CheckMode::kAsync);
 }
 
@@ -356,7 +371,10 @@ const char* h3_stall_message(void) {
 }
 
 int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream) {
-  return Done(RunGpu(args, stream));
+  bool capturing = false;
+  const absl::Status s = RunGpu(args, stream, &capturing);
+  if (s.ok() && capturing) return H3_CAPTURING;
+  return Done(s);
 }
 
 int32_t h3_out_proj_cpu(const H3OutProjArgs* args) {

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 6
+#define H3_CAPI_VERSION 7
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -35,7 +35,8 @@ enum {
   H3_FAILED_PRECONDITION = 9, /* e.g. a call that may not be captured */
   H3_OUT_OF_RANGE = 11,       /* the weight's global scale would overflow */
   H3_UNIMPLEMENTED = 12,      /* unsupported device */
-  H3_INTERNAL = 13            /* a CUDA error (its name and message in h3_last_error) */
+  H3_INTERNAL = 13,           /* a CUDA error (its name and message in h3_last_error) */
+  H3_CAPTURING = 1000         /* not an error: H3OutProjArgs.cached_workspace under capture */
 };
 
 /* One dense row-major operand: its address and its dimensions (ndim <= 4). data == NULL means
@@ -55,7 +56,11 @@ typedef struct H3OutProjArgs {
   H3Array o_weight_sf;           /* u8, round_up(N,128) * round_up(K/16,4) bytes, any shape */
   H3Array o_weight_global_scale; /* f32, 1 element; data NULL: use the value below */
   float o_weight_global_scale_value;
-  int32_t reserved0;
+  int32_t cached_workspace; /* GPU: 1 when act_q, act_sf and ready_flags lie in a workspace the
+                               caller reuses from call to call (stream-ordered): the call then
+                               returns H3_CAPTURING, writing nothing, if the stream is being
+                               captured (or its capture status cannot be read), for the caller
+                               to call again with a workspace of the capture's own; 0: no check */
   H3Array act_global_scale; /* f32, 1 element */
   H3Array gate;             /* bf16 [G, N] */
   H3Array gate_index;       /* i32 [M] */

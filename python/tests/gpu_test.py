@@ -656,6 +656,37 @@ class FastPathTest(unittest.TestCase):
                     errs.append((type(cm.exception), str(cm.exception)))
                 self.assertEqual(errs[0], errs[1])
 
+    def test_cached_workspace_and_capture(self):
+        # Eager calls on a side stream fill the fast path's workspace cache for it; a capture
+        # on that same stream must take a workspace of its own (the C ABI refuses the cached
+        # one under capture), and replays interleaved with eager calls on the stream, whose
+        # cached workspace the graph never sees, all give the eager bits.
+        a = self.t
+        other = gpu_args(exact_case(300, seed=62))
+        want = bits(minimax_h3_nvfp4_out_proj(*a))
+        want_other = bits(minimax_h3_nvfp4_out_proj(*other))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        _eager.release_workspaces()
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                on_route(True, lambda: minimax_h3_nvfp4_out_proj(*other))
+        cached = dict(_eager._tls.ws)
+        self.assertEqual(len(cached), 1)
+        static = [x.clone() for x in a]
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            out = on_route(True, lambda: minimax_h3_nvfp4_out_proj(*static))
+        self.assertEqual({k: v[2] for k, v in _eager._tls.ws.items()},
+                         {k: v[2] for k, v in cached.items()})  # kept, unused by the capture
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                g.replay()
+                eager = on_route(True, lambda: minimax_h3_nvfp4_out_proj(*other))
+        s.synchronize()
+        np.testing.assert_array_equal(bits(out), want)
+        np.testing.assert_array_equal(bits(eager), want_other)
+
 
 _TUNED_GRAPH_SCRIPT = textwrap.dedent("""
     import sys

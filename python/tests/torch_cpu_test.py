@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import unittest
 from unittest import mock
 
@@ -378,6 +379,123 @@ class ModuleTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"act_global_scale must be a float or a float32 "
                                     r"tensor \[1\] .*got str"):
             minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, "1.0")
+
+
+class FakeGpu:
+    """Stands in for h3_out_proj_gpu in WorkspaceCacheTest: records, per call, the struct's
+    cached_workspace flag and its act_q and ready-flag addresses, and answers H3_CAPTURING
+    where the fake stream captures and the flag is set, as capi.cc does."""
+
+    def __init__(self, capturing=()):
+        self.capturing = set(capturing)  # fake stream handles being captured
+        self.calls = []
+
+    def __call__(self, ref, stream):
+        plan = WorkspaceCacheTest.plan
+        w = plan.words
+        flag = plan.args.cached_workspace
+        self.calls.append((stream, flag, w[_eager._W_ACTQ], w[_eager._W_FLAGS]))
+        return 1000 if (flag and stream in self.capturing) else 0
+
+
+class WorkspaceCacheTest(unittest.TestCase):
+    """The GPU path's workspace cache (_eager._workspace, _eager._launch) with fakes: CPU
+    tensors from torch's allocator, fake stream handles, a fake C call (FakeGpu)."""
+
+    M, N, K = 3, 128, 256
+
+    @classmethod
+    def setUpClass(cls):
+        m, n, k = cls.M, cls.N, cls.K
+        shapes = ((m, k), (n, k // 2), (n, k // 16), (1,), (1,), (9, n), (m,), (m, n), None,
+                  None, None)
+        cls.plan = _eager._build(True, 0, shapes, 0, 0, 1, True, True)
+
+    def setUp(self):
+        _eager.release_workspaces()
+
+    def launch(self, gpu, stream, act=None):
+        with mock.patch.object(_eager, "_gpu", gpu), \
+                mock.patch.object(_eager, "_raw_stream", lambda dev: stream):
+            _eager._launch(self.plan, 0, torch.device("cpu"), act, act)
+        return gpu.calls[-1]
+
+    def test_one_workspace_per_stream(self):
+        gpu = FakeGpu()
+        # (stream, same workspace as the call of index, or None: a new one)
+        table = [(11, None), (11, 0), (22, None), (11, 0), (22, 2)]
+        got = []
+        for stream, same_as in table:
+            _, flag, actq, flags = self.launch(gpu, stream)
+            self.assertEqual(flag, 1)
+            self.assertEqual(flags - actq, self.plan.flags_off)
+            if same_as is None:
+                self.assertNotIn(actq, got)
+            else:
+                self.assertEqual(actq, got[same_as])
+            got.append(actq)
+        self.assertEqual(len(gpu.calls), len(table))  # one C call each
+
+    def test_capture_gets_its_own_workspace(self):
+        gpu = FakeGpu(capturing=(11,))
+        _, _, cached, _ = self.launch(FakeGpu(), 11)  # the cache's entry, outside capture
+        self.launch(gpu, 11)
+        (s1, flag1, a1, _), (s2, flag2, a2, _) = gpu.calls
+        self.assertEqual((s1, flag1, s2, flag2), (11, 1, 11, 0))  # refused, then called again
+        self.assertEqual(a1, cached)
+        self.assertNotEqual(a2, cached)
+        self.assertEqual(self.launch(FakeGpu(), 11)[1:3], (1, cached))  # the entry is kept
+
+    def test_first_call_under_capture_caches_nothing(self):
+        gpu = FakeGpu(capturing=(11,))
+        self.launch(gpu, 11)
+        (_, flag1, a1, _), (_, flag2, a2, _) = gpu.calls
+        self.assertEqual((flag1, flag2), (1, 0))
+        self.assertEqual(a1, a2)  # allocated inside the capture: the call's own, not cached
+        self.assertEqual(_eager._tls.ws, {})
+
+    def test_large_workspaces_are_not_cached(self):
+        with mock.patch.object(_eager, "WS_CACHE_MAX_BYTES", self.plan.ws_bytes - 1):
+            gpu = FakeGpu(capturing=(11,))
+            self.assertEqual(self.launch(gpu, 11)[1], 0)
+            self.assertEqual(len(gpu.calls), 1)  # no cached workspace: no refusal
+        self.assertEqual(_eager._tls.ws, {})
+
+    def test_entries_are_bounded_per_thread(self):
+        streams = list(range(100, 100 + _eager.WS_CACHE_MAX_ENTRIES + 2))
+        for s in streams:
+            self.launch(FakeGpu(), s)
+        self.assertEqual([key[1] for key in _eager._tls.ws],
+                         streams[-_eager.WS_CACHE_MAX_ENTRIES:])
+        _eager.release_workspaces()
+        self.assertEqual(_eager._tls.ws, {})
+
+    def test_threads_do_not_share(self):
+        mine = self.launch(FakeGpu(), 11)[2]
+        theirs = []
+
+        def other():
+            theirs.append(self.launch(FakeGpu(), 11)[2])
+            theirs.append(self.launch(FakeGpu(), 11)[2])
+
+        th = threading.Thread(target=other)
+        th.start()
+        th.join()
+        self.assertEqual(theirs[0], theirs[1])
+        self.assertNotEqual(theirs[0], mine)  # both alive when recorded
+        self.assertEqual(self.launch(FakeGpu(), 11)[2], mine)
+
+    def test_given_act_q_caches_the_flags_alone(self):
+        m, k = self.M, self.K
+        shapes = ((m, k), (self.N, k // 2), (self.N, k // 16), (1,), (1,), (9, self.N), (m,),
+                  (m, self.N), None, (m, k // 2), (m, k // 16))
+        plan = _eager._build(True, 0, shapes, 0, 0, 1, True, False)
+        self.assertEqual((plan.flags_off, plan.sf_off), (0, 0))
+        act = torch.zeros(m * k // 2, dtype=torch.uint8)
+        with mock.patch.object(WorkspaceCacheTest, "plan", plan):
+            _, flag, actq, flags = self.launch(FakeGpu(), 11, act=act)
+        self.assertEqual((flag, actq), (1, act.data_ptr()))
+        self.assertNotEqual(flags, act.data_ptr())
 
 
 def bits_t(x):
