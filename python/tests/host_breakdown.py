@@ -42,14 +42,18 @@ lib = _native.lib(); stream = torch._C._cuda_getCurrentRawStream(0); ref = plan.
 f = lib.h3_out_proj_gpu
 rows.append(("C ABI h3_out_proj_gpu alone", per_call(lambda: f(ref, stream))))
 rows.append(("ctypes trivial call (h3_ready_flag_bytes)", per_call(lambda: lib.h3_ready_flag_bytes(1))))
+rows.append(("1x torch.empty (out)", per_call(lambda: torch.empty((M, N), dtype=torch.bfloat16, device=dev))))
 rows.append(("2x torch.empty (out, ws)", per_call(lambda: (torch.empty((M, N), dtype=torch.bfloat16, device=dev), torch.empty((plan.ws_bytes,), dtype=torch.uint8, device=dev)))))
 rows.append(("torch.cuda memset-like (zero_ of 64 B)", per_call(lambda: ws[:64].zero_())))
 class Stub:
     def __getattr__(self, n): return lambda *a: 0
 real = _native.lib; _native.lib = lambda: Stub()
+real_gpu = getattr(_eager, "_gpu", None)
+if hasattr(_eager, "_load"): _eager._load(); real_gpu = _eager._gpu; _eager._gpu = lambda *a: 0
 rows.append(("try_call with the C call stubbed", per_call(tc)))
 rows.append(("public function with the C call stubbed", per_call(pub)))
 _native.lib = real
+if hasattr(_eager, "_load"): _eager._gpu = real_gpu
 rows.append(("F.linear bf16 [1,7168]x[5376,7168]", per_call(lambda: torch.nn.functional.linear(x, wb))))
 print("host us per call, M=1, %s, torch %s:" % (emu, torch.__version__))
 for name, v in rows: print("  %-45s %7.1f" % (name, v))
