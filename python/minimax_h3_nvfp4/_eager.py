@@ -8,8 +8,10 @@ call is plain eager:
     it imports nothing; Dynamo folds it to True while tracing, so traced code takes the op);
   - no torch function or dispatch mode active (FakeTensorMode, proxy tracing, functionalization
     and user modes push one), no functorch transform, no torch.jit.trace;
-  - every tensor operand a plain torch.Tensor (or nn.Parameter) of the expected dtype, on
-    attn_out's device, contiguous, and none requiring grad while grad mode is on.
+  - no forward-AD dual level (the op's route carries or refuses tangents);
+  - every tensor operand a plain, strided torch.Tensor (or nn.Parameter) of the expected dtype,
+    on attn_out's device, contiguous, none requiring grad while grad mode is on, and no output
+    an inference tensor outside inference mode.
 Anything else returns None and the caller takes the full route (diffusion_ops): its checks,
 which raise the errors, then the registered op. The checks here only decide the route: an
 operand they do not accept is checked again, in order, by the same code as always, so both
@@ -19,8 +21,8 @@ Per call here: the cheap checks above, a dict lookup of a plan (built once per t
 operand shapes and options: the ctypes struct with its shapes, the resolved tile, the
 workspace layout), the data pointers and the stream written into the struct, one allocation
 from torch's caching allocator (out, unless given) and the C call. The version counters of the
-mutated tensors are bumped as the registered op's ADInplaceOrView layer does (one C call on
-torch 2.x). Nothing here synchronizes or needs the op's registration: a first call under
+mutated tensors are bumped once the call has succeeded, as the registered op's ADInplaceOrView
+layer does (one C call on torch 2.x). Nothing here synchronizes or needs the op's registration: a first call under
 CUDA-graph capture works.
 
 The workspace (act_q, act_sf and the ready flags; the flags alone where act_q and act_sf are
@@ -60,6 +62,7 @@ from . import tuning
 
 _C = torch._C
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+_STRIDED = torch.strided
 _BF16 = (torch.bfloat16,)
 _U8 = (torch.uint8,)
 _SF = tuple(t for t in (torch.uint8, getattr(torch, "float8_e4m3fn", None)) if t)
@@ -105,6 +108,22 @@ def _tuple_bump():
 
 
 _bump_tuple = _tuple_bump()
+# Forward-mode AD: inside a dual level the op's route carries (or refuses) tangents; the fast
+# path would drop them.
+_forward_ad = getattr(torch.autograd, "forward_ad", None)
+
+
+def _bump_mutated(out, act_q, act_sf):
+    """What the registered op's ADInplaceOrView layer does for its mutated arguments once it has
+    run: their version counters bumped (not in inference mode)."""
+    if not _torch_op.registered or _inference_mode():
+        return
+    if _bump_tuple is not None:
+        _bump_tuple((out,) if act_q is None else (out, act_q, act_sf))
+    elif _bump is not None:
+        for t in (out, act_q, act_sf):
+            if t is not None:
+                _bump(t)
 
 # Whether try_call may run at all (tests and `bench` compare both routes; the environment
 # variable MINIMAX_H3_NVFP4_EAGER_FAST_PATH=0 turns it off for a process), and the calls each
@@ -297,17 +316,30 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     in_place = out is residual
     if cuda and (act_q is None) != (act_sf is None):
         return None  # the GPU's error (both or neither), through the full route
+    if _forward_ad is not None and _forward_ad._current_level >= 0:
+        return None
     # The route's checks, unrolled: type, dtype, device, contiguity, grad (module docstring).
+    # A layout without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the
+    # full route's, as is anything that raises here.
     grad = _C.is_grad_enabled()
-    for t, dtypes in ((attn_out, _BF16), (o_weight_q, _U8), (o_weight_sf, _SF),
-                      (act_global_scale, _F32), (gate, _BF16), (gate_index, _I32),
-                      (residual, _BF16), (w_gs if w_is_tensor else None, _F32),
-                      (out, _BF16), (act_q, _U8), (act_sf, _SF)):
-        if t is None:
-            continue
-        if (type(t) not in _PLAIN or t.dtype not in dtypes or t.device != device
-                or not t.is_contiguous() or (grad and t.requires_grad)):
-            return None
+    try:
+        for t, dtypes in ((attn_out, _BF16), (o_weight_q, _U8), (o_weight_sf, _SF),
+                          (act_global_scale, _F32), (gate, _BF16), (gate_index, _I32),
+                          (residual, _BF16), (w_gs if w_is_tensor else None, _F32),
+                          (out, _BF16), (act_q, _U8), (act_sf, _SF)):
+            if t is None:
+                continue
+            if (type(t) not in _PLAIN or t.dtype not in dtypes or t.layout is not _STRIDED
+                    or t.device != device or not t.is_contiguous()
+                    or (grad and t.requires_grad)):
+                return None
+    except RuntimeError:
+        return None
+    if not _inference_mode():
+        # Writing an inference tensor outside inference mode: the op's route refuses it.
+        for t in (out, act_q, act_sf):
+            if t is not None and t.is_inference():
+                return None
     a_shape = attn_out.shape
     if len(a_shape) != 2 or not a_shape[0]:
         return None  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
@@ -332,16 +364,6 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         _load()
     if out is None:
         out = torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device)
-    if _bump_tuple is not None:
-        if _torch_op.registered and not _inference_mode():
-            # What the registered op's ADInplaceOrView layer does for its mutated arguments.
-            _bump_tuple((out,) if act_q is None else (out, act_q, act_sf))
-    elif _torch_op.registered and _bump is not None and not _inference_mode():
-        _bump(out)
-        if act_q is not None:
-            _bump(act_q)
-        if act_sf is not None:
-            _bump(act_sf)
     w = plan.words
     w[_W_ATTN] = attn_out.data_ptr()
     w[_W_Q] = o_weight_q.data_ptr()
@@ -365,6 +387,7 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         rc = _cpu(plan.ref)
         if rc:
             _native.check(rc)
+        _bump_mutated(out, act_q, act_sf)
         return out
     if plan.auto and plan.generation != tuning.generation:
         # Resolved once per plan and tuning-cache generation (a dict lookup after the first).
@@ -372,4 +395,5 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         plan.generation = tuning.generation
     stats["fast"] += 1
     _launch(plan, dev, device, act_q, act_sf)
+    _bump_mutated(out, act_q, act_sf)
     return out

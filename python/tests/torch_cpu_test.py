@@ -231,6 +231,28 @@ class FastPathTest(unittest.TestCase):
                     got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*args))
                 self.assertEqual(route, "op")
                 np.testing.assert_array_equal(bits(got), self.want["op_exact"])
+        fwd = getattr(torch.autograd, "forward_ad", None)
+        if fwd is not None:
+            with self.subTest(what="inside a forward-AD dual level"):
+                with fwd.dual_level():
+                    got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*args))
+                self.assertEqual(route, "op")
+                np.testing.assert_array_equal(bits(got), self.want["op_exact"])
+        with self.subTest(what="an inference tensor as out, outside inference mode"):
+            with torch.inference_mode():
+                out = torch.empty_like(args[7])
+            before = _torch_op.stats["fast"]
+            try:
+                minimax_h3_nvfp4_out_proj(*args, out=out)
+            except RuntimeError:
+                pass  # the full route's answer, whichever it is
+            self.assertEqual(_torch_op.stats["fast"], before)
+        with self.subTest(what="a sparse operand"):
+            sparse = [args[0].to_sparse()] + args[1:]  # bf16, is_contiguous() True on 1.13
+            before = _torch_op.stats["fast"]
+            with self.assertRaises((TypeError, ValueError, RuntimeError)):
+                minimax_h3_nvfp4_out_proj(*sparse)
+            self.assertEqual(_torch_op.stats["fast"], before)
 
     def test_same_errors_both_routes(self):
         args = self.cases["op_exact"]
