@@ -119,7 +119,11 @@ def _bump_mutated(out, act_q, act_sf):
     if not _torch_op.registered or _inference_mode():
         return
     if _bump_tuple is not None:
-        _bump_tuple((out,) if act_q is None else (out, act_q, act_sf))
+        # Tensors only (act_q alone is legal on the CPU): torch refuses a None in the tuple.
+        if act_q is None:
+            _bump_tuple((out,) if act_sf is None else (out, act_sf))
+        else:
+            _bump_tuple((out, act_q) if act_sf is None else (out, act_q, act_sf))
     elif _bump is not None:
         for t in (out, act_q, act_sf):
             if t is not None:

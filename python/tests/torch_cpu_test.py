@@ -300,6 +300,21 @@ class FastPathTest(unittest.TestCase):
             self.assertEqual(route, "fast")
             np.testing.assert_array_equal(bits(got), self.want["op_entropy"][:rows])
 
+    def test_version_bump_takes_only_the_given_outputs(self):
+        # torch 2.x's tuple form (absent from 1.13, so faked): every element a tensor, act_q or
+        # act_sf alone included (the H200's torch 2.11 CPU run caught a None in the tuple).
+        seen = []
+
+        def fake(ts):
+            self.assertTrue(all(isinstance(t, torch.Tensor) for t in ts), ts)
+            seen.append(len(ts))
+        out, q, sf = torch.zeros(2), torch.zeros(2), torch.zeros(2)
+        with mock.patch.object(_eager, "_bump_tuple", fake), \
+                mock.patch.object(_torch_op, "registered", True):
+            for a, b in ((None, None), (q, None), (None, sf), (q, sf)):
+                _eager._bump_mutated(out, a, b)
+        self.assertEqual(seen, [1, 2, 2, 3])
+
     def test_version_counter_as_the_registered_op(self):
         if _eager._bump is None:
             self.skipTest("torch %s has no torch.autograd.graph.increment_version"
