@@ -37,7 +37,7 @@ struct JsonValue {
 
   static JsonValue String(std::string s);
   static JsonValue Integer(int64_t v);
-  static JsonValue Number(double v);  // finite
+  static JsonValue Number(double v);  // non-finite: NaN, Infinity, -Infinity (as Python)
   static JsonValue Object();
   static JsonValue Array();
 

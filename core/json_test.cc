@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -148,6 +149,9 @@ TEST(Json, NumbersAsPythonsRepr) {
       {5e-324, "5e-324"},
       {1.7976931348623157e308, "1.7976931348623157e+308"},
       {-2.5e-7, "-2.5e-07"},
+      {std::numeric_limits<double>::infinity(), "Infinity"},
+      {-std::numeric_limits<double>::infinity(), "-Infinity"},
+      {std::numeric_limits<double>::quiet_NaN(), "NaN"},
   };
   for (const auto& c : kCases) EXPECT_EQ(JsonValue::Number(c.v).text, c.python) << c.v;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -38,6 +39,10 @@ JsonValue JsonValue::Number(double d) {
   // Python's float repr: the shortest digits that read back as d, in scientific notation when
   // the first digit's decimal exponent is below -4 or at least 16 ("1e-05",
   // "1.2345678901234568e+17"), else positional with ".0" on an integral value ("0.0001").
+  if (!std::isfinite(d)) {  // Python's json.dump spelling (the reader takes it back)
+    v.text = std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity");
+    return v;
+  }
   char buf[64];
   std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
   const std::string sci(buf, r.ptr);

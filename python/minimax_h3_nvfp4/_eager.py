@@ -320,7 +320,7 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     in_place = out is residual
     if cuda and (act_q is None) != (act_sf is None):
         return None  # the GPU's error (both or neither), through the full route
-    if _forward_ad is not None and _forward_ad._current_level >= 0:
+    if _forward_ad is not None and getattr(_forward_ad, "_current_level", -1) >= 0:
         return None
     # The route's checks, unrolled: type, dtype, device, contiguity, grad (module docstring).
     # A layout without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the

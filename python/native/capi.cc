@@ -257,12 +257,16 @@ class DeviceScope {
 
 // True where `stream` is surely not being captured. A failed query (e.g. the legacy stream while
 // another stream captures) counts as capturing: the caller then calls again without the cached
-// workspace, and that call reports the stream's state as any call does. The query's error is
-// left as the runtime set it, as the launch it stands for would leave its own.
+// workspace, and that call reports the stream's state as any call does. The query's own error is
+// cleared, so that torch's next error check does not pin it on an unrelated kernel (the retry
+// sets it again where it persists).
 bool NotCapturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-         status == cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status == cudaStreamCaptureStatusNone;
 }
 
 // *capturing: set (and nothing run) where a->cached_workspace is set and the stream captures.
@@ -286,6 +290,10 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
                      absl::StrFormat("1-D with at least h3_ready_flag_bytes(M) = %d bytes", want),
                      ShapeStr(a->ready_flags));
     }
+  }
+  if (a->cached_workspace != 0 && a->cached_workspace != 1) {
+    return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "cached_workspace",
+                   "0 or 1", absl::StrCat(a->cached_workspace));
   }
   if (a->sm90_emulation != 0 && a->sm90_emulation != 1) {
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "sm90_emulation",
@@ -423,9 +431,15 @@ int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64
 
 int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
                                H3Array* sf, float* global_scale) {
-  if (weight == nullptr || q == nullptr || sf == nullptr || global_scale == nullptr) {
-    return Fail(absl::InvalidArgumentError("weight, q, sf and global_scale must not be null"),
-                kQuantizer);
+  for (const auto& [name, ptr] : {std::pair<const char*, const void*>{"weight", weight},
+                                  {"q", q},
+                                  {"sf", sf},
+                                  {"global_scale", global_scale}}) {
+    if (ptr == nullptr) {
+      return Fail(absl::InvalidArgumentError(
+                      absl::StrFormat("%s: expected a pointer, got null", name)),
+                  kQuantizer);
+    }
   }
   if (weight->ndim != 2) {
     return Fail(Invalid("quantize_minimax_h3_o_weight_nvfp4: %s must be %s, got shape %s", "weight",

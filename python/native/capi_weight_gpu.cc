@@ -34,7 +34,7 @@ absl::StatusOr<float> Run(const H3Array* weight, int32_t weight_is_f32, H3Array*
   for (const auto& [name, ptr] :
        {std::pair<const char*, const void*>{"weight", weight}, {"q", q}, {"sf", sf}}) {
     if (ptr == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: expected an H3Array, got null", name));
+      return absl::InvalidArgumentError(absl::StrFormat("%s: expected a pointer, got null", name));
     }
   }
   if (weight->ndim != 2) {
@@ -91,7 +91,8 @@ extern "C" {
 int32_t h3_quantize_weight_gpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
                                H3Array* sf, float* global_scale, int32_t device, void* stream) {
   if (global_scale == nullptr) {
-    return h3::capi::Fail(absl::InvalidArgumentError("global_scale must not be null"), kQuantizer);
+    return h3::capi::Fail(absl::InvalidArgumentError("global_scale: expected a pointer, got null"),
+                          kQuantizer);
   }
   absl::StatusOr<float> gs = Run(weight, weight_is_f32, q, sf, device, stream);
   if (!gs.ok()) return h3::capi::Fail(gs.status(), kQuantizer);
