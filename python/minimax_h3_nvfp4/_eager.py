@@ -46,13 +46,17 @@ most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why t
     torch's allocator, freed on the stream it was allocated on, stream-ordered as any tensor.
   - Memory: at most WS_CACHE_MAX_ENTRIES x WS_CACHE_MAX_BYTES per thread (64 MiB), held until
     released: torch.cuda.empty_cache() cannot return it; release_workspaces() drops this
-    thread's entries. Larger workspaces (M above ~4000 at K = 7168, where the kernel takes far
+    thread's entries (all_threads=True: every live thread's), least recently used first when a
+    fifth stream comes. cudaStreamDestroy returns with work still queued: a stream destroyed
+    that way and its handle reused at once could overlap the old stream's last kernel on the
+    entry, as a block of torch's allocator could; release first. Larger workspaces (M above ~4000 at K = 7168, where the kernel takes far
     longer than the host) are allocated per call as before.
 """
 
 import ctypes
 import os
 import threading
+import weakref
 
 import torch
 
@@ -236,10 +240,14 @@ def _workspace(plan, dev, stream, device):
     if need <= WS_CACHE_MAX_BYTES:
         cache = getattr(_tls, "ws", None)
         if cache is None:
-            cache = _tls.ws = {}
+            cache = _tls.ws = _WsCache()
+            with _ws_lock:
+                _ws_caches[id(cache)] = cache
         key = (dev, stream)
         hit = cache.get(key)
         if hit is not None and hit[1] >= need:
+            if len(cache) > 1:
+                cache[key] = cache.pop(key)  # least recently used first: the one evicted
             return hit[0], hit[2], True, False
         if hit is None and len(cache) >= WS_CACHE_MAX_ENTRIES:
             # Dropped tensors go back to torch's allocator, stream-ordered on their streams.
@@ -252,10 +260,29 @@ def _workspace(plan, dev, stream, device):
     return ws, ws.data_ptr(), False, True
 
 
-def release_workspaces():
-    """Drops this thread's cached workspaces (e.g. before torch.cuda.empty_cache(), which
-    cannot return memory a cache holds); the next calls allocate them again."""
-    _tls.ws = {}
+class _WsCache(dict):
+    """One thread's cached workspaces: (device, stream) -> (tensor, bytes, address), least
+    recently used first. A dict subclass so that _ws_caches can hold it weakly: a thread's
+    cache goes with the thread."""
+
+
+_ws_caches = weakref.WeakValueDictionary()  # id -> every live thread's _WsCache
+_ws_lock = threading.Lock()
+
+
+def release_workspaces(all_threads=False):
+    """Drops this thread's cached workspaces, or every thread's (e.g. before
+    torch.cuda.empty_cache(), which cannot return memory a cache holds); the next calls allocate
+    them again. Safe while other threads call the op: a call holds its workspace tensor until it
+    has enqueued its kernel, and the memory returns to torch stream-ordered."""
+    if all_threads:
+        with _ws_lock:
+            caches = list(_ws_caches.values())
+        for c in caches:
+            c.clear()
+    cache = getattr(_tls, "ws", None)
+    if cache is not None:
+        cache.clear()
 
 
 def _launch(plan, dev, device, act_q, act_sf):

@@ -507,6 +507,34 @@ class WorkspaceCacheTest(unittest.TestCase):
         _eager.release_workspaces()
         self.assertEqual(_eager._tls.ws, {})
 
+    def test_eviction_is_least_recently_used(self):
+        first, *rest = range(200, 200 + _eager.WS_CACHE_MAX_ENTRIES)
+        for s in [first] + rest:
+            self.launch(FakeGpu(), s)
+        kept = self.launch(FakeGpu(), first)[2]  # a hit: now the most recently used
+        self.launch(FakeGpu(), 999)  # evicts rest[0], not `first`
+        self.assertEqual([key[1] for key in _eager._tls.ws], rest[1:] + [first, 999])
+        self.assertEqual(self.launch(FakeGpu(), first)[2], kept)
+
+    def test_release_of_every_thread(self):
+        ready, done, theirs = threading.Event(), threading.Event(), []
+
+        def other():
+            self.launch(FakeGpu(), 77)
+            theirs.append(len(_eager._tls.ws))
+            ready.set()
+            done.wait(10)
+            theirs.append(len(_eager._tls.ws))  # after the main thread released every thread's
+        t = threading.Thread(target=other)
+        t.start()
+        self.assertTrue(ready.wait(10))
+        self.launch(FakeGpu(), 11)
+        _eager.release_workspaces(all_threads=True)
+        self.assertEqual(dict(_eager._tls.ws), {})
+        done.set()
+        t.join(10)
+        self.assertEqual(theirs, [1, 0])
+
     def test_threads_do_not_share(self):
         mine = self.launch(FakeGpu(), 11)[2]
         theirs = []
