@@ -337,6 +337,11 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.ready_flags != nullptr && !(s = CheckPtr("ready_flags", a.ready_flags, 16)).ok()) {
     return s;
   }
+  if (a.ready_flags_zeroed && a.ready_flags == nullptr) {
+    return absl::InvalidArgumentError(
+        "minimax_h3_nvfp4_out_proj: ready_flags_zeroed must be false where ready_flags is null "
+        "(the op allocates and zeroes its own), got true");
+  }
   // Overlaps (contract section 9): out may be exactly residual; nothing else may overlap.
   const int64_t sf_bytes = SwizzledScaleBytes(a.n, a.k / kScaleBlock);
   return CheckAliasing(
@@ -486,7 +491,8 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   p.stall = stall;
 
   const char* what = "cudaMemsetAsync(ready flags)";
-  cudaError_t e = cudaMemsetAsync(flags, 0, flag_bytes, stream);
+  cudaError_t e =
+      args.ready_flags_zeroed ? cudaSuccess : cudaMemsetAsync(flags, 0, flag_bytes, stream);
   if (e == cudaSuccess) e = kernels.launch(p, kind->build, tile, *resident_ctas, stream, &what);
   if (ws != nullptr) {
     const cudaError_t f = cudaFreeAsync(ws, stream);

@@ -366,6 +366,13 @@ TEST(OutProjTest, ErrorPaths) {
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "ready_flags must be 16-byte"},
       {"ready_flags over act_sf", [](OutProjArgs& a) { a.ready_flags = a.act_sf; },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "must not overlap"},
+      {"ready_flags_zeroed without ready_flags",
+       [](OutProjArgs& a) {
+         a.ready_flags = nullptr;
+         a.ready_flags_zeroed = true;
+       },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
+       "ready_flags_zeroed must be false where ready_flags is null"},
       {"n", [](OutProjArgs& a) { a.n = 200; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "n must"},
       {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
@@ -534,6 +541,53 @@ TEST(OutProjTest, TwoStreamsConcurrently) {
   }
   cudaStreamDestroy(s1);
   cudaStreamDestroy(s2);
+}
+
+// Every kernel leaves its ready flags all zero (ready_flags.h ResetAtExit), so calls that reuse
+// one buffer on one stream may skip the memset (ready_flags_zeroed): garbage zeroed by the first
+// call, then calls of two M values alternating on that buffer without a memset or a host sync,
+// with every config and both sm_90 emulations; the buffer read back all zero, results exact.
+TEST(OutProjTest, ReusedFlagsLeftZero) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p1 = MakeProblem(300, 512, 1024, 9, DataKind::kExact, 31);
+  absl::StatusOr<Problem> p2 = MakeProblem(33, 512, 1024, 9, DataKind::kExact, 32);
+  ASSERT_TRUE(p1.ok() && p2.ok());
+  absl::StatusOr<DeviceProblem> d1 = Upload(*p1), d2 = Upload(*p2);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  testbed::DeviceBuffer<uint8_t> flags;
+  ASSERT_TRUE(flags.Alloc(OutProjReadyFlagBytes(p1->shape.m)).ok());
+  for (Sm90Emulation emu : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    for (OutProjTile tile : EveryTile()) {
+      if (emu == Sm90Emulation::kFast && tile != OutProjTile::kAuto) continue;  // one tile
+      SCOPED_TRACE(std::string(emu == Sm90Emulation::kFast ? "fast" : "faithful") +
+                   TileSuffix(tile));
+      ASSERT_TRUE(flags.Fill(0xA5).ok());
+      ASSERT_TRUE(testbed::Poison(*d1).ok() && testbed::Poison(*d2).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fills ran on the legacy stream
+      OutProjArgs a1 = testbed::ArgsFor(*d1), a2 = testbed::ArgsFor(*d2);
+      for (OutProjArgs* a : {&a1, &a2}) {
+        a->sm90_emulation = emu;
+        a->tile = tile;
+        a->ready_flags = flags.get();
+      }
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a1, s).ok());  // zeroes the garbage
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      const std::vector<uint8_t> zeros(flags.count(), 0);
+      EXPECT_EQ(Host(flags), zeros) << "after the first call";
+      a1.ready_flags_zeroed = a2.ready_flags_zeroed = true;
+      for (int rep = 0; rep < 3; ++rep) {
+        ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a2, s).ok());
+        ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a1, s).ok());
+      }
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_EQ(Host(flags), zeros) << "after the calls without a memset";
+      ExpectMatchesEmulator(*p1, *d1, RunOptions(), true, 300);
+      ExpectMatchesEmulator(*p2, *d2, RunOptions(), true, 33);
+    }
+  }
+  cudaStreamDestroy(s);
 }
 
 TEST(OutProjTest, ReadyFlagBytes) {

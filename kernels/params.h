@@ -26,7 +26,7 @@ struct OutProjParams {
   uint16_t* out = nullptr;              // bf16 [m, n]
   uint8_t* act_q = nullptr;             // [m, k/2], the caller's or the host API's workspace
   uint8_t* act_sf = nullptr;            // [m, k/16] linear
-  uint32_t* ready_flags = nullptr;      // ready_flags.h, zeroed on the stream before the launch
+  uint32_t* ready_flags = nullptr;      // ready_flags.h: all zero at the start, left so
   // 16-byte aligned residual: the load warp prefetches each tile's rows to L2 (bulk prefetches
   // need 16-byte aligned rows; n % 8 == 0 always).
   bool prefetch_residual = false;

@@ -4,11 +4,14 @@
 // The ready-flag protocol of the fused kernel, whole: how the quantizer warps tell the TMA load
 // warps (of any CTA) that an m-tile of act_q/act_sf is complete.
 //
-// Buffer ("ready flags"): ReadyFlagWords(m, BM) uint32 words of global memory per call, zeroed
-// by the host API on the launch's stream right before the launch (out_proj.cc), so calls never
-// share one and any call can be captured into a CUDA graph:
+// Buffer ("ready flags"): ReadyFlagWords(m, BM) uint32 words of global memory per call, all
+// zero when the kernel starts: zeroed by the host API on the launch's stream right before the
+// launch (out_proj.cc), or left zero by the previous call's kernel on that stream (ResetAtExit;
+// out_proj.h ready_flags_zeroed). Calls never share one at the same time, and any call can be
+// captured into a CUDA graph:
 //   word kClaimCounter                      the next quantizer unit to claim (work_units.h)
 //   word kStallClaim                        0 until a thread gives up waiting (bounded_wait.cuh)
+//   word kExitCounter                       CTAs finished (ResetAtExit)
 //   word kFlagsOffset + mt * kMaxChunks + c finished row groups of k-chunk c of m-tile mt
 //                                           (ready when it reaches WorkUnits::GroupsInMTile)
 //
@@ -19,8 +22,16 @@
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
+//   every CTA, last: ResetAtExit: __syncthreads, then thread 0 fences (membar.gl) and counts the
+//                   CTA out (atomicAdd); the CTA whose count completes the grid fences again and
+//                   zeroes every word the grid wrote. Each CTA's flag accesses precede its count
+//                   (barrier, then fence: release); the last count precedes the zeroing (fence:
+//                   acquire, then barrier), so no flag is zeroed before its last reader has read
+//                   it, and the buffer is all zero when the kernel completes.
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
+// A kernel that gives up waiting traps (stall.h) before ResetAtExit: its context is lost, and
+// with it any buffer it left dirty.
 // The host needs only the layout constants (no CUDA headers); the device functions follow.
 
 #include <cstdint>
@@ -35,11 +46,12 @@ namespace h3::kernels {
 
 inline constexpr int kClaimCounter = 0;
 inline constexpr int kStallClaim = 1;  // the first thread to give up waiting (stall.h) sets it
-inline constexpr int kFlagsOffset = 32;  // the counter sits in its own 128-byte line
+inline constexpr int kExitCounter = 2;  // CTAs counted out by ResetAtExit
+inline constexpr int kFlagsOffset = 32;  // the counters sit in their own 128-byte line
 static_assert(kMaxChunks <= 32, "PublishUnit: one lane per chunk");
 
 // Words of the buffer for m rows in m-tiles of tile_m rows: kMaxChunks flags per m-tile.
-inline constexpr int64_t ReadyFlagWords(int64_t m, int64_t tile_m) {
+H3_HD constexpr int64_t ReadyFlagWords(int64_t m, int64_t tile_m) {
   return kFlagsOffset + (m + tile_m - 1) / tile_m * kMaxChunks;
 }
 H3_HD int64_t FlagWord(int64_t m_tile, int chunk) {
@@ -73,6 +85,22 @@ __device__ __forceinline__ bool ChunkReady(const uint32_t* ready_flags, int64_t 
   if (ptx::LdAcquireGpu(ready_flags + FlagWord(m_tile, chunk)) < groups) return false;
   ptx::FenceProxyAsyncGlobal();  // acquire, then the async-proxy reads
   return true;
+}
+
+// Block-collective (every thread of the CTA), the CTA's last step: counts the CTA out; the grid's
+// last CTA zeroes words [0, words) (ReadyFlagWords of the call: every word the grid wrote).
+__device__ __forceinline__ void ResetAtExit(uint32_t* ready_flags, int64_t words) {
+  __syncthreads();  // every warp of this CTA is done with the flags
+  int last = 0;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const uint32_t ctas = gridDim.x * gridDim.y * gridDim.z;
+    last = atomicAdd(ready_flags + kExitCounter, 1u) == ctas - 1u;
+    if (last) __threadfence();
+  }
+  if (__syncthreads_or(last)) {
+    for (int64_t i = threadIdx.x; i < words; i += blockDim.x) ready_flags[i] = 0u;
+  }
 }
 #endif  // defined(__CUDACC__)
 

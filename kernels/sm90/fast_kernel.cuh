@@ -14,6 +14,7 @@
 #include "kernels/out_proj_kernel.cuh"
 #include "kernels/params.h"
 #include "kernels/producers.cuh"
+#include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
 #include "kernels/variant.cuh"
@@ -65,6 +66,7 @@ __global__ void __launch_bounds__(Sm90Config::kThreads, 1)
     } else {
       FastConsumerLoop<Variant>(p, st, EpilogueAlpha(p, act_gs));
     }
+    ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Sm90Config::kBM));
   } else {
     __trap();  // sm_90a only: the launcher runs it on sm_90 devices alone (launch.cuh)
   }

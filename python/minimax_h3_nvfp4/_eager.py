@@ -20,7 +20,8 @@ routes raise the same errors; the C ABI validates shapes, sizes and aliasing on 
 Per call here: the cheap checks above, a dict lookup of a plan (built once per thread, device,
 operand shapes and options: the ctypes struct with its shapes, the resolved tile, the
 workspace layout), the data pointers and the stream written into the struct, one allocation
-from torch's caching allocator (out, unless given) and the C call. The version counters of the
+from torch's caching allocator (out, unless given: torch.empty_like(residual), cheaper to call
+than torch.empty) and the C call. The version counters of the
 mutated tensors are bumped once the call has succeeded, as the registered op's ADInplaceOrView
 layer does (one C call on torch 2.x). Nothing here synchronizes or needs the op's registration: a first call under
 CUDA-graph capture works.
@@ -38,6 +39,11 @@ most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why t
     returns, as the full route does (a cache entry allocated by that very call came from the
     capture's pool: it becomes the call's workspace and leaves the cache). So a capture never
     uses a cached tensor, and the cache never keeps one of a graph's pool.
+  - The flags' memset: every kernel leaves its ready flags zero (ready_flags.h ResetAtExit), so
+    a call whose flag region (offset and bytes in the entry) is the one the entry's last call
+    succeeded with passes flags_zeroed=1 and the C ABI skips its cudaMemsetAsync (a stream
+    operation and ~1.5 us of host time). A new entry, a failed call or another region: zeroed
+    on the stream as before. Under capture the graph's own workspace is always zeroed.
   - torch.cuda.set_stream / torch.cuda.stream(...) change the raw stream, hence the entry. A
     stream destroyed and its handle reused by a new one gets the entry of the old one: torch's
     caching allocator hands a freed block to the next allocation on the same handle in just
@@ -95,6 +101,7 @@ _raw_stream = getattr(_C, "_cuda_getCurrentRawStream", None)
 _inference_mode = torch.is_inference_mode_enabled
 _bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
 _BF16_DTYPE = torch.bfloat16
+_CONTIGUOUS = torch.contiguous_format
 
 
 def _tuple_bump():
@@ -170,8 +177,9 @@ def plain_eager():
 class _Plan:
     """The C ABI's argument struct for one device, set of operand shapes and options."""
 
-    __slots__ = ("args", "ref", "words", "m", "n", "k", "out_shape", "ws_bytes", "sf_off",
-                 "flags_off", "auto", "generation", "emulation", "tile", "cached")
+    __slots__ = ("args", "ref", "words", "m", "n", "k", "out_shape", "out_like_residual",
+                 "ws_bytes", "sf_off", "flags_off", "flag_bytes", "auto", "generation",
+                 "emulation", "tile", "cached", "zeroed")
 
 
 def _round_up(x, to):
@@ -199,11 +207,14 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
     p.m, p.k = int(attn[0]), int(attn[1])
     p.n = int(q[0])
     p.out_shape = (p.m, p.n)
-    if shapes[8] is None:  # out allocated per call
+    # out allocated per call: torch.empty_like(residual) where residual has out's shape (half
+    # the host time of torch.empty with a shape, a dtype and a device to parse).
+    p.out_like_residual = shapes[7] is not None and tuple(shapes[7]) == p.out_shape
+    if shapes[8] is None:
         a.out = _native.make_array(0, p.out_shape)
-    p.ws_bytes = p.sf_off = p.flags_off = 0
+    p.ws_bytes = p.sf_off = p.flags_off = p.flag_bytes = 0
     if cuda:
-        flag_bytes = int(_native.lib().h3_ready_flag_bytes(p.m))
+        flag_bytes = p.flag_bytes = int(_native.lib().h3_ready_flag_bytes(p.m))
         if internal_ws:
             a.act_q = _native.make_array(0, (p.m, p.k // 2))
             a.act_sf = _native.make_array(0, (p.m, p.k // 16))
@@ -215,6 +226,7 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
     p.generation = None
     p.tile = tile
     p.cached = False  # args.cached_workspace
+    p.zeroed = False  # args.flags_zeroed
     p.emulation = "fast" if sm90 == 1 else "faithful"
     p.args = a
     p.ref = ctypes.byref(a)
@@ -232,10 +244,24 @@ def _load():
 _gpu = _cpu = None
 
 
+class _Ws:
+    """A cached workspace: its tensor, bytes and address, and the flag region [zero_off,
+    zero_off + zero_bytes) known to be all zero on its stream (left so by the last call's
+    kernel, ready_flags.h ResetAtExit; zero_off -1: none), where a call with the same region
+    skips the flags' memset (args.flags_zeroed)."""
+
+    __slots__ = ("tensor", "size", "base", "zero_off", "zero_bytes")
+
+    def __init__(self, tensor, size):
+        self.tensor, self.size, self.base = tensor, size, tensor.data_ptr()
+        self.zero_off = -1
+        self.zero_bytes = 0
+
+
 def _workspace(plan, dev, stream, device):
-    """(tensor, base address, cached, new): the call's workspace. Cached per (thread, device,
-    stream) where its size allows (the module docstring), else a new one from torch's
-    allocator; new: allocated by this call."""
+    """(entry, tensor, base address, new): the call's workspace. Cached per (thread, device,
+    stream) where its size allows (the module docstring; entry: its _Ws), else a new one from
+    torch's allocator (entry None); new: allocated by this call."""
     need = plan.ws_bytes
     if need <= WS_CACHE_MAX_BYTES:
         cache = getattr(_tls, "ws", None)
@@ -245,24 +271,22 @@ def _workspace(plan, dev, stream, device):
                 _ws_caches[id(cache)] = cache
         key = (dev, stream)
         hit = cache.get(key)
-        if hit is not None and hit[1] >= need:
+        if hit is not None and hit.size >= need:
             if len(cache) > 1:
                 cache[key] = cache.pop(key)  # least recently used first: the one evicted
-            return hit[0], hit[2], True, False
+            return hit, hit.tensor, hit.base, False
         if hit is None and len(cache) >= WS_CACHE_MAX_ENTRIES:
             # Dropped tensors go back to torch's allocator, stream-ordered on their streams.
             cache.pop(next(iter(cache)))
         size = min(_round_up(need, _WS_QUANTUM), WS_CACHE_MAX_BYTES)
-        ws = torch.empty((size,), dtype=torch.uint8, device=device)
-        entry = cache[key] = (ws, size, ws.data_ptr())
-        return ws, entry[2], True, True
+        entry = cache[key] = _Ws(torch.empty((size,), dtype=torch.uint8, device=device), size)
+        return entry, entry.tensor, entry.base, True
     ws = torch.empty((need,), dtype=torch.uint8, device=device)
-    return ws, ws.data_ptr(), False, True
+    return None, ws, ws.data_ptr(), True
 
 
 class _WsCache(dict):
-    """One thread's cached workspaces: (device, stream) -> (tensor, bytes, address), least
-    recently used first. A dict subclass so that _ws_caches can hold it weakly: a thread's
+    """One thread's cached workspaces: (device, stream) -> _Ws, least recently used first. A dict subclass so that _ws_caches can hold it weakly: a thread's
     cache goes with the thread."""
 
 
@@ -291,7 +315,7 @@ def _launch(plan, dev, device, act_q, act_sf):
     w = plan.words
     stream = _raw_stream(dev) if _raw_stream is not None else (
         torch.cuda.current_stream(device).cuda_stream)
-    ws, base, cached, new = _workspace(plan, dev, stream, device)
+    entry, ws, base, new = _workspace(plan, dev, stream, device)
     if act_q is None:
         w[_W_ACTQ] = base
         w[_W_ACTSF] = base + plan.sf_off
@@ -299,10 +323,18 @@ def _launch(plan, dev, device, act_q, act_sf):
         w[_W_ACTQ] = act_q.data_ptr()
         w[_W_ACTSF] = act_sf.data_ptr()
     w[_W_FLAGS] = base + plan.flags_off
+    cached = entry is not None
+    zeroed = cached and entry.zero_off == plan.flags_off and entry.zero_bytes >= plan.flag_bytes
     if cached != plan.cached:
         plan.args.cached_workspace = plan.cached = cached
+    if zeroed != plan.zeroed:
+        plan.args.flags_zeroed = plan.zeroed = zeroed
     stats["tile"] = plan.tile
     rc = _gpu(plan.ref, stream)
+    if cached and rc != _native.CAPTURING:
+        # Succeeded: the kernel leaves its flags zero; failed: nothing is known.
+        entry.zero_off, entry.zero_bytes = (plan.flags_off, plan.flag_bytes) if rc == 0 else (
+            -1, 0)
     if rc == _native.CAPTURING:
         # The stream is being captured: the graph gets a workspace of its own, from the
         # capture's pool, freed (stream-ordered) when this call returns, as outside the cache.
@@ -317,6 +349,7 @@ def _launch(plan, dev, device, act_q, act_sf):
                 w[_W_ACTSF] = base + plan.sf_off
             w[_W_FLAGS] = base + plan.flags_off
         plan.args.cached_workspace = plan.cached = False
+        plan.args.flags_zeroed = plan.zeroed = False
         rc = _gpu(plan.ref, stream)
     if rc:
         _native.check(rc)
@@ -394,7 +427,8 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     if _gpu is None:
         _load()
     if out is None:
-        out = torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device)
+        out = (torch.empty_like(residual, memory_format=_CONTIGUOUS) if plan.out_like_residual
+               else torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device))
     w = plan.words
     w[_W_ATTN] = attn_out.data_ptr()
     w[_W_Q] = o_weight_q.data_ptr()

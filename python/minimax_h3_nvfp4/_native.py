@@ -9,7 +9,7 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 7
+CAPI_VERSION = 8
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -51,6 +51,7 @@ class H3OutProjArgs(ctypes.Structure):
         ("cpu_gemm", ctypes.c_int32),
         ("device", ctypes.c_int32),
         ("tile", ctypes.c_int32),
+        ("flags_zeroed", ctypes.c_int32),
     ]
 
 

@@ -656,6 +656,31 @@ class FastPathTest(unittest.TestCase):
                     errs.append((type(cm.exception), str(cm.exception)))
                 self.assertEqual(errs[0], errs[1])
 
+    def test_flags_left_zero_and_memset_skipped(self):
+        # Every kernel leaves its ready flags zero (ready_flags.h ResetAtExit), so eager calls
+        # that repeat on a stream skip the flags' memset (flags_zeroed): three calls of one M,
+        # then three of another on one stream, no host sync; every result equal to its first
+        # call's bits, the last plan's call made with flags_zeroed, the flags read back zero.
+        cases = [gpu_args(exact_case(m, n=512, k=1024, seed=70 + m)) for m in (300, 1)]
+        want = [bits(minimax_h3_nvfp4_out_proj(*a)) for a in cases]
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        _eager.release_workspaces()
+        outs = []
+        with torch.cuda.stream(s):
+            for a in cases:
+                for _ in range(3):
+                    outs.append(on_route(True, lambda: minimax_h3_nvfp4_out_proj(*a)))
+        s.synchronize()
+        for i, o in enumerate(outs):
+            np.testing.assert_array_equal(bits(o), want[i // 3], "call %d" % i)
+        (entry,) = _eager._tls.ws.values()
+        (plan,) = [p for p in _eager._tls.plans.values() if p.m == 1 and p.k == 1024]
+        self.assertTrue(plan.zeroed)
+        self.assertEqual((entry.zero_off, entry.zero_bytes), (plan.flags_off, plan.flag_bytes))
+        flags = entry.tensor[entry.zero_off:entry.zero_off + entry.zero_bytes]
+        self.assertEqual(int(flags.count_nonzero()), 0)
+
     def test_cached_workspace_and_capture(self):
         # Eager calls on a side stream fill the fast path's workspace cache for it; a capture
         # on that same stream must take a workspace of its own (the C ABI refuses the cached
@@ -677,8 +702,8 @@ class FastPathTest(unittest.TestCase):
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, stream=s):
             out = on_route(True, lambda: minimax_h3_nvfp4_out_proj(*static))
-        self.assertEqual({k: v[2] for k, v in _eager._tls.ws.items()},
-                         {k: v[2] for k, v in cached.items()})  # kept, unused by the capture
+        self.assertEqual({k: v.base for k, v in _eager._tls.ws.items()},
+                         {k: v.base for k, v in cached.items()})  # kept, unused by the capture
         with torch.cuda.stream(s):
             for _ in range(3):
                 g.replay()

@@ -423,16 +423,21 @@ class FakeGpu:
     cached_workspace flag and its act_q and ready-flag addresses, and answers H3_CAPTURING
     where the fake stream captures and the flag is set, as capi.cc does."""
 
-    def __init__(self, capturing=()):
+    def __init__(self, capturing=(), fail=()):
         self.capturing = set(capturing)  # fake stream handles being captured
+        self.fail = set(fail)  # indices of the calls that fail (an internal error, code 13)
         self.calls = []
+        self.zeroed = []  # each call's flags_zeroed
 
     def __call__(self, ref, stream):
         plan = WorkspaceCacheTest.plan
         w = plan.words
         flag = plan.args.cached_workspace
+        self.zeroed.append(plan.args.flags_zeroed)
         self.calls.append((stream, flag, w[_eager._W_ACTQ], w[_eager._W_FLAGS]))
-        return 1000 if (flag and stream in self.capturing) else 0
+        if flag and stream in self.capturing:
+            return 1000
+        return 13 if len(self.calls) - 1 in self.fail else 0
 
 
 class WorkspaceCacheTest(unittest.TestCase):
@@ -549,6 +554,42 @@ class WorkspaceCacheTest(unittest.TestCase):
         self.assertEqual(theirs[0], theirs[1])
         self.assertNotEqual(theirs[0], mine)  # both alive when recorded
         self.assertEqual(self.launch(FakeGpu(), 11)[2], mine)
+
+    def test_memset_skipped_where_the_flags_are_known_zero(self):
+        # A call may skip the flags' memset (flags_zeroed) where the last call on its cached
+        # workspace succeeded with the same flag region: that kernel left it zero. (plan, stream,
+        # the call fails, flags_zeroed expected); "B" has another M, so another flag region.
+        m, n, k = 200, self.N, self.K
+        plan_b = _eager._build(True, 0, ((m, k), (n, k // 2), (n, k // 16), (1,), (1,), (9, n),
+                                         (m,), (m, n), None, None, None), 0, 0, 1, True, True)
+        self.assertNotEqual(plan_b.flags_off, self.plan.flags_off)
+        table = [("A", 11, False, 0), ("A", 11, False, 1), ("A", 22, False, 0),
+                 ("A", 11, True, 1), ("A", 11, False, 0), ("A", 11, False, 1),
+                 ("B", 11, False, 0), ("B", 11, False, 1), ("A", 11, False, 0),
+                 ("A", 11, False, 1)]
+        gpu = FakeGpu(fail=[i for i, row in enumerate(table) if row[2]])
+        for i, (which, stream, fails, want) in enumerate(table):
+            with mock.patch.object(WorkspaceCacheTest, "plan",
+                                   self.plan if which == "A" else plan_b):
+                if fails:
+                    with self.assertRaises(RuntimeError):
+                        self.launch(gpu, stream)
+                else:
+                    self.launch(gpu, stream)
+            self.assertEqual(gpu.zeroed[-1], want, "row %d %s" % (i, table[i]))
+        # Under capture: the refused try and the call with the capture's own workspace, which
+        # zeroes its flags; the cached entry keeps its state for the next eager call.
+        cap = FakeGpu(capturing=(11,))
+        self.launch(cap, 11)
+        self.assertEqual(cap.zeroed, [1, 0])
+        self.assertEqual(self.launch(FakeGpu(), 11)[1], 1)
+        after = FakeGpu()
+        self.launch(after, 11)
+        self.assertEqual(after.zeroed, [1])
+        _eager.release_workspaces()  # a new workspace: not known zero
+        fresh = FakeGpu()
+        self.launch(fresh, 11)
+        self.assertEqual(fresh.zeroed, [0])
 
     def test_given_act_q_caches_the_flags_alone(self):
         m, k = self.M, self.K
