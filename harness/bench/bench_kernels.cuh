@@ -52,6 +52,10 @@ cudaError_t LaunchSwizzleScales(const uint8_t* linear, int64_t rows, int64_t col
 // the call's GPU time and not the host's launch latency.
 cudaError_t LaunchSpin(int64_t ns, cudaStream_t stream);
 
+// An empty kernel, <<<1, 32, 0, stream>>>, through cudaLaunchKernel (what <<<>>> compiles to)
+// with its error returned: the host cost of one launch alone (host_cost.cc).
+cudaError_t LaunchEmpty(cudaStream_t stream);
+
 }  // namespace h3::bench
 
 #endif  // H3_HARNESS_BENCH_BENCH_KERNELS_CUH_

@@ -21,6 +21,7 @@ targets=(
   //harness:op
   //harness:quantize_weight
   //harness/bench:bench
+  //harness/bench:host_cost
   //harness:tune_cache_tool
   //harness/probe:probe
   //kernels:out_proj_kernel
