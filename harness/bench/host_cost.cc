@@ -14,8 +14,9 @@
 // empty_launch (<<<1, 32>>>, bench_kernels.cuh); op/M:m/zeroed:z/emu (MinimaxH3Nvfp4OutProj,
 // kAsync, every buffer the caller's so the op allocates nothing; zeroed:1 sets
 // ready_flags_zeroed, which skips the op's cudaMemsetAsync; emu = sm90_emulation, ignored on
-// sm_120); capi/M:m/emu (h3_out_proj_gpu from C++ as Python calls it: device given,
-// cached_workspace = 1). The op at zero codes and unit scales: its GPU time is not what is timed.
+// sm_120); capi/M:m/zeroed:z/emu (h3_out_proj_gpu from C++ as Python calls it: device given,
+// cached_workspace = 1, flags_zeroed = z). The op at zero codes and unit scales: its GPU time is
+// not what is timed.
 
 #include <cuda_runtime.h>
 
@@ -166,6 +167,7 @@ H3OutProjArgs CapiArgs(const OutProjArgs& p, int device) {
   a.ready_flags = Array(p.ready_flags, {OutProjReadyFlagBytes(m)});
   a.sm90_emulation = p.sm90_emulation == Sm90Emulation::kFast ? 1 : 0;
   a.device = device;
+  a.flags_zeroed = p.ready_flags_zeroed ? 1 : 0;
   return a;
 }
 
@@ -234,12 +236,12 @@ int Main(int argc, char** argv) {
   for (int64_t m : {1, 128}) {
     for (Sm90Emulation emu : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
       const char* e = emu == Sm90Emulation::kFast ? "fast" : "faithful";
-      for (bool zeroed : {false, true}) {
-        add(absl::StrCat("op/M:", m, "/zeroed:", zeroed ? 1 : 0, "/", e),
-            [=](benchmark::State& st) { BM_Op(st, m, zeroed, emu, /*capi=*/false); });
+      for (bool capi : {false, true}) {
+        for (bool zeroed : {false, true}) {
+          add(absl::StrCat(capi ? "capi" : "op", "/M:", m, "/zeroed:", zeroed ? 1 : 0, "/", e),
+              [=](benchmark::State& st) { BM_Op(st, m, zeroed, emu, capi); });
+        }
       }
-      add(absl::StrCat("capi/M:", m, "/", e),
-          [=](benchmark::State& st) { BM_Op(st, m, false, emu, /*capi=*/true); });
     }
   }
   benchmark::RunSpecifiedBenchmarks();
