@@ -26,7 +26,6 @@
 #include "kernels/params.h"
 #include "kernels/producers.cuh"
 #include "kernels/ptx.cuh"
-#include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
 #include "kernels/variant.cuh"
@@ -228,7 +227,6 @@ __device__ __forceinline__ void RunOutProj(const CUtensorMap* tmap_aq, const CUt
     if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegInc<Cfg::kConsumerRegs>();
     ConsumerLoop<Cfg, Arch, Variant>(p, st, EpilogueAlpha(p, act_gs));
   }
-  ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Cfg::kBM));
 }
 
 template <class Cfg, class Arch, class Variant>

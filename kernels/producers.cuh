@@ -104,6 +104,7 @@ __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUten
   } else {
     QuantizerLoop<Cfg, Arch, Variant>(p, act_gs);
   }
+  ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Cfg::kBM), Cfg::kProducerWarps * 32);
 }
 
 }  // namespace h3::kernels

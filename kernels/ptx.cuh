@@ -151,6 +151,23 @@ __device__ __forceinline__ void FenceProxyAsyncGlobal() {
   asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 
+// ---- Named barriers (PTX "barrier"): `threads` threads (a multiple of 32) of the CTA meet on
+// barrier `id`. Not .aligned: a warp's lanes may reach it from different paths. ----
+__device__ __forceinline__ void BarrierSync(uint32_t id, uint32_t threads) {
+  asm volatile("barrier.cta.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// The same, returning whether `pred` was true in any of the threads (barrier.red.or).
+__device__ __forceinline__ bool BarrierOr(uint32_t id, uint32_t threads, bool pred) {
+  uint32_t any;
+  asm volatile(
+      "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "barrier.cta.red.or.pred q, %2, %3, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+      : "=r"(any)
+      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(threads)
+      : "memory");
+  return any != 0;
+}
+
 // ---- Registers (PTX setmaxnreg, sm_90a / sm_100f / sm_120f): every warp of a warpgroup executes
 // the same one; dec releases registers to the SM's pool, inc waits until it can take them. ----
 template <int kRegs>

@@ -22,12 +22,15 @@
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
-//   every CTA, last: ResetAtExit: __syncthreads, then thread 0 fences (membar.gl) and counts the
-//                   CTA out (atomicAdd); the CTA whose count completes the grid fences again and
-//                   zeroes every word the grid wrote. Each CTA's flag accesses precede its count
-//                   (barrier, then fence: release); the last count precedes the zeroing (fence:
-//                   acquire, then barrier), so no flag is zeroed before its last reader has read
-//                   it, and the buffer is all zero when the kernel completes.
+//   producer warps, last (the only warps that touch the flags): ResetAtExit: they meet on named
+//                   barrier kExitBarrier, then thread 0 fences (membar.gl) and counts the CTA out
+//                   (atomicAdd); in the CTA whose count completes the grid, thread 0 fences again
+//                   and, past a second meeting, the producers zero every word the grid wrote.
+//                   Each CTA's flag accesses precede its count (barrier, then fence: release);
+//                   the last count precedes the zeroing (fence: acquire, then barrier), so no
+//                   flag is zeroed before its last reader has read it, and the buffer is all zero
+//                   when the kernel completes. The consumer warps take no part (no join of the
+//                   two register budgets after setmaxnreg).
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
 // A kernel that gives up waiting traps (stall.h) before ResetAtExit: its context is lost, and
@@ -47,6 +50,8 @@ namespace h3::kernels {
 inline constexpr int kClaimCounter = 0;
 inline constexpr int kStallClaim = 1;  // the first thread to give up waiting (stall.h) sets it
 inline constexpr int kExitCounter = 2;  // CTAs counted out by ResetAtExit
+// ResetAtExit's named barrier (0 is __syncthreads', 1 the fast sm_90 kernel's consumers').
+inline constexpr uint32_t kExitBarrier = 2;
 inline constexpr int kFlagsOffset = 32;  // the counters sit in their own 128-byte line
 static_assert(kMaxChunks <= 32, "PublishUnit: one lane per chunk");
 
@@ -87,19 +92,21 @@ __device__ __forceinline__ bool ChunkReady(const uint32_t* ready_flags, int64_t 
   return true;
 }
 
-// Block-collective (every thread of the CTA), the CTA's last step: counts the CTA out; the grid's
-// last CTA zeroes words [0, words) (ReadyFlagWords of the call: every word the grid wrote).
-__device__ __forceinline__ void ResetAtExit(uint32_t* ready_flags, int64_t words) {
-  __syncthreads();  // every warp of this CTA is done with the flags
-  int last = 0;
+// Collective of the producer warps (threads [0, threads) of the CTA), their last step: counts
+// the CTA out; the grid's last CTA zeroes words [0, words) (ReadyFlagWords of the call: every
+// word the grid wrote).
+__device__ __forceinline__ void ResetAtExit(uint32_t* ready_flags, int64_t words,
+                                            uint32_t threads) {
+  bool last = false;
+  ptx::BarrierSync(kExitBarrier, threads);  // every producer is done with the flags
   if (threadIdx.x == 0) {
     __threadfence();
     const uint32_t ctas = gridDim.x * gridDim.y * gridDim.z;
     last = atomicAdd(ready_flags + kExitCounter, 1u) == ctas - 1u;
     if (last) __threadfence();
   }
-  if (__syncthreads_or(last)) {
-    for (int64_t i = threadIdx.x; i < words; i += blockDim.x) ready_flags[i] = 0u;
+  if (ptx::BarrierOr(kExitBarrier, threads, last)) {
+    for (int64_t i = threadIdx.x; i < words; i += threads) ready_flags[i] = 0u;
   }
 }
 #endif  // defined(__CUDACC__)

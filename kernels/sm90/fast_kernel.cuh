@@ -14,7 +14,6 @@
 #include "kernels/out_proj_kernel.cuh"
 #include "kernels/params.h"
 #include "kernels/producers.cuh"
-#include "kernels/ready_flags.h"
 #include "kernels/rings.cuh"
 #include "kernels/scheduler.cuh"
 #include "kernels/variant.cuh"
@@ -66,7 +65,6 @@ __global__ void __launch_bounds__(Sm90Config::kThreads, 1)
     } else {
       FastConsumerLoop<Variant>(p, st, EpilogueAlpha(p, act_gs));
     }
-    ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Sm90Config::kBM));
   } else {
     __trap();  // sm_90a only: the launcher runs it on sm_90 devices alone (launch.cuh)
   }

@@ -60,7 +60,7 @@ if [[ ${1:-} != quick ]]; then
   export MINIMAX_H3_NVFP4_WAIT_LIMIT_MS=600000
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$B/out_proj_test" --gtest_filter='*m129*:*n128*:*two_tiles_per_cta_faithful*'
+      "$B/out_proj_test" --gtest_filter='*m129*:*n128*:*two_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do
