@@ -7,7 +7,7 @@
 // time / kBatch: host time per call, not GPU time. The numbers are the H200 host's (its CPU, its
 // driver); an SM120 host will differ, the shares more than the sums carry over.
 //
-//   .dev/bin/host_cost --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   .dev/bin/host_cost --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //   (tools/device/stage.sh builds it; here: ./bazelw run -c opt //harness/bench:host_cost)
 //
 // Rows: cudaGetDevice; cudaStreamIsCapturing (non-blocking stream); cudaMemsetAsync/256B;
@@ -43,6 +43,7 @@ using testbed::CudaStatus;
 using testbed::DeviceBuffer;
 
 constexpr int kBatch = 64;
+constexpr int kBatches = 20;  // per repetition: 1280 calls
 
 bool Failed(cudaError_t e) { return e != cudaSuccess; }
 bool Failed(const absl::Status& s) { return !s.ok(); }
@@ -214,8 +215,9 @@ int Main(int argc, char** argv) {
     benchmark::RegisterBenchmark(name.c_str(), fn)
         ->UseManualTime()
         ->Unit(benchmark::kNanosecond)
-        ->MinWarmUpTime(0.002)
-        ->MinTime(0.01);  // of per-call time: 0.64 s of batches, plus the GPU's waits
+        // A fixed count: a time-based one counts host time alone, and at the op's GPU time
+        // (~0.27 ms per call for the faithful build at M = 1) would wait minutes per row.
+        ->Iterations(kBatches);
   };
   add("cudaGetDevice", [](benchmark::State& st) {
     int d = 0;
