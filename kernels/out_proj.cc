@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -31,15 +30,12 @@
 #include "kernels/stall.h"
 #include "kernels/stall_host.h"
 #include "kernels/tiles.h"
-#include "kernels/tune_cache.h"
 
 namespace h3 {
 namespace {
 
-absl::Status CudaError(cudaError_t e, const char* what) {
-  return absl::InternalError(absl::StrFormat("minimax_h3_nvfp4_out_proj: %s failed: %s (%s)", what,
-                                             cudaGetErrorName(e), cudaGetErrorString(e)));
-}
+using internal::OutProjCudaError;
+absl::Status CudaError(cudaError_t e, const char* what) { return OutProjCudaError(e, what); }
 
 struct DeviceKind {
   kernels::KernelBuild build;
@@ -198,60 +194,6 @@ absl::StatusOr<int> ResidentCtas(unsigned long long ctx, const kernels::KernelSe
   return ctas;
 }
 
-// The config kAuto runs on the current device (kernels/tune_cache.h): the tuning cache's winner
-// for this device, shape and M, else the heuristic. The cache file is read at the first kAuto
-// call of the process, each device's properties are asked once; after that a call costs a lock
-// and a few map lookups. Nothing here enqueues work or synchronizes, so a kAuto call - the
-// first of the process included - may be captured. Each warning is printed once per process.
-absl::StatusOr<OutProjTile> ResolveTile(const OutProjArgs& a) {
-  if (a.tile != OutProjTile::kAuto) return a.tile;
-  struct State {
-    std::mutex mu;
-    std::optional<TuneCache> cache;
-    std::map<int, TuneDevice> devices;
-    std::set<std::string> said;
-    // Choose's answers: the file is read once per process and a device's properties are
-    // asked once, so each (device, m, n, k, emulation) has one answer for the process;
-    // kept here instead of formatting the cache's keys again on every call. Bounded.
-    std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, OutProjTile> chosen;
-  };
-  static State* state = new State;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
-  std::lock_guard<std::mutex> lock(state->mu);
-  const auto memo_key = std::make_tuple(dev, a.m, a.n, a.k, static_cast<int>(a.sm90_emulation));
-  if (auto hit = state->chosen.find(memo_key); hit != state->chosen.end()) return hit->second;
-  std::vector<std::string> warnings;
-  if (!state->cache.has_value()) state->cache = TuneCache::FromFile(TuneCachePath(), &warnings);
-  auto it = state->devices.find(dev);
-  if (it == state->devices.end()) {
-    cudaDeviceProp p;
-    int driver = 0;
-    e = cudaGetDeviceProperties(&p, dev);
-    if (e == cudaSuccess) e = cudaDriverGetVersion(&driver);
-    if (e != cudaSuccess) return CudaError(e, "reading the device properties (tile auto)");
-    TuneDevice d;
-    d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
-    d.major = p.major;
-    d.minor = p.minor;
-    d.sm_count = p.multiProcessorCount;
-    d.driver_version = driver;
-    it = state->devices.emplace(dev, std::move(d)).first;
-  }
-  const TuneCache::Choice choice = state->cache->Choose(
-      it->second, a.m, a.n, a.k,
-      TuneVariant(it->second.major, a.sm90_emulation == Sm90Emulation::kFast), &warnings);
-  for (const std::string& w : warnings) {
-    if (state->said.insert(w).second) {
-      std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
-    }
-  }
-  if (state->chosen.size() >= 4096) state->chosen.clear();
-  state->chosen.emplace(memo_key, choice.tile);
-  return choice.tile;
-}
-
 // The stall report of the current context, if a kernel wrote one.
 std::optional<kernels::StallReport> StallReportOfCurrentContext() {
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
@@ -389,8 +331,9 @@ namespace internal {
 
 std::optional<kernels::StallReport> OutProjStallReport() { return StallReportOfCurrentContext(); }
 
-absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args) {
-  return ResolveTile(args);
+absl::Status OutProjCudaError(cudaError_t e, const char* what) {
+  return absl::InternalError(absl::StrFormat("minimax_h3_nvfp4_out_proj: %s failed: %s (%s)", what,
+                                             cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
@@ -400,7 +343,8 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   absl::StatusOr<const DeviceKind*> kind_or = CachedDeviceKind(args.sm90_emulation);
   if (!kind_or.ok()) return kind_or.status();
   const DeviceKind* kind = *kind_or;
-  absl::StatusOr<OutProjTile> tile_or = ResolveTile(args);  // kAuto: the tuning cache's choice
+  // kAuto: the tuning cache's choice (out_proj_tile.cc)
+  absl::StatusOr<OutProjTile> tile_or = internal::ResolvedOutProjTile(args);
   if (!tile_or.ok()) return tile_or.status();
   const OutProjTile tile = *tile_or;
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();

@@ -26,8 +26,13 @@ std::optional<kernels::StallReport> OutProjStallReport();
 
 // The config a call with `args` runs on the current device: args.tile, or for kAuto the tuning
 // cache's choice (kernels/tune_cache.h; the file is read at the process's first kAuto call).
-// For tests: which config kAuto picked is not observable in the output.
+// The host API's own choice (out_proj_tile.cc): after the first call of a (device, shape), a
+// lock and a map lookup; nothing enqueued, nothing synchronized (capturable). Tests read it too:
+// which config kAuto picked is not observable in the output.
 absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args);
+
+// "minimax_h3_nvfp4_out_proj: <what> failed: <CUDA error name> (<its text>)".
+absl::Status OutProjCudaError(cudaError_t e, const char* what);
 
 }  // namespace h3::internal
 

@@ -233,14 +233,8 @@ def _t_check(name, t, kind, device, shape_hint=""):
 
 def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
                     gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
-    if _eager.enabled and _eager.plain_eager():
-        # Plain eager calls skip torch's op dispatch (_eager.py); anything it does not take
-        # comes here, to the checks below and the registered op.
-        got = _eager.try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-                              act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
-                              sm90, gemm, tile)
-        if got is not None:
-            return got
+    """The full route: the checks below, then the registered op (what the eager fast path,
+    tried first by the caller, does not take)."""
     device = attn_out.device
     if device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))
@@ -339,6 +333,14 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     if tile_code is None:
         tile_code = _mode("tile", tile, tiles)
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
+        if _eager.enabled and _eager.plain_eager():
+            # Plain eager calls skip torch's op dispatch (_eager.py); anything it does not take
+            # goes to the full route's checks and the registered op.
+            got = _eager.try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
+                                  act_global_scale, gate, gate_index, residual, out, act_q,
+                                  act_sf, sm90, gemm, tile_code)
+            if got is not None:
+                return got
         return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                                act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
                                sm90, gemm, tile_code)

@@ -1,0 +1,81 @@
+// tile = kAuto resolved on the host per call: the tuning cache's winner, else the heuristic
+// (kernels/tune_cache.h), for the current device.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/out_proj.h"
+#include "kernels/out_proj_internal.h"
+#include "kernels/tiles.h"
+#include "kernels/tune_cache.h"
+
+namespace h3::internal {
+
+// The config kAuto runs on the current device (kernels/tune_cache.h): the tuning cache's winner
+// for this device, shape and M, else the heuristic. The cache file is read at the first kAuto
+// call of the process, each device's properties are asked once; after that a call costs a lock
+// and a few map lookups. Nothing here enqueues work or synchronizes, so a kAuto call - the
+// first of the process included - may be captured. Each warning is printed once per process.
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
+  if (a.tile != OutProjTile::kAuto) return a.tile;
+  struct State {
+    std::mutex mu;
+    std::optional<TuneCache> cache;
+    std::map<int, TuneDevice> devices;
+    std::set<std::string> said;
+    // Choose's answers: the file is read once per process and a device's properties are
+    // asked once, so each (device, m, n, k, emulation) has one answer for the process;
+    // kept here instead of formatting the cache's keys again on every call. Bounded.
+    std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, OutProjTile> chosen;
+  };
+  static State* state = new State;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(state->mu);
+  const auto memo_key = std::make_tuple(dev, a.m, a.n, a.k, static_cast<int>(a.sm90_emulation));
+  if (auto hit = state->chosen.find(memo_key); hit != state->chosen.end()) return hit->second;
+  std::vector<std::string> warnings;
+  if (!state->cache.has_value()) state->cache = TuneCache::FromFile(TuneCachePath(), &warnings);
+  auto it = state->devices.find(dev);
+  if (it == state->devices.end()) {
+    cudaDeviceProp p;
+    int driver = 0;
+    e = cudaGetDeviceProperties(&p, dev);
+    if (e == cudaSuccess) e = cudaDriverGetVersion(&driver);
+    if (e != cudaSuccess) return OutProjCudaError(e, "reading the device properties (tile auto)");
+    TuneDevice d;
+    d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
+    d.major = p.major;
+    d.minor = p.minor;
+    d.sm_count = p.multiProcessorCount;
+    d.driver_version = driver;
+    it = state->devices.emplace(dev, std::move(d)).first;
+  }
+  const TuneCache::Choice choice = state->cache->Choose(
+      it->second, a.m, a.n, a.k,
+      TuneVariant(it->second.major, a.sm90_emulation == Sm90Emulation::kFast), &warnings);
+  for (const std::string& w : warnings) {
+    if (state->said.insert(w).second) {
+      std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
+    }
+  }
+  if (state->chosen.size() >= 4096) state->chosen.clear();
+  state->chosen.emplace(memo_key, choice.tile);
+  return choice.tile;
+}
+
+}  // namespace h3::internal
