@@ -92,7 +92,8 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
 }
 
 // The producer warpgroup (warps 0..3, all four before any lane diverges): hands registers to the
-// consumers, then loads (warp 0, one lane) or quantizes (warps 1..3).
+// consumers, then loads (warp 0, one lane) or quantizes (warps 1..3); last, all 128 threads
+// leave the ready flags zero for the next call (ready_flags.h ResetAtExit).
 template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUtensorMap* tmap_aq,
                                              const CUtensorMap* tmap_asf,

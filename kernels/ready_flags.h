@@ -22,7 +22,8 @@
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
-//   producer warps, last (the only warps that touch the flags): ResetAtExit: they meet on named
+//   producer warps, last (the only warps that use the flags; a thread of any warp that gives
+//                   up waiting sets kStallClaim, then traps): ResetAtExit: they meet on named
 //                   barrier kExitBarrier, then thread 0 fences (membar.gl) and counts the CTA out
 //                   (atomicAdd); in the CTA whose count completes the grid, thread 0 fences again
 //                   and, past a second meeting, the producers zero every word the grid wrote.
@@ -33,8 +34,9 @@
 //                   two register budgets after setmaxnreg).
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
-// A kernel that gives up waiting traps (stall.h) before ResetAtExit: its context is lost, and
-// with it any buffer it left dirty.
+// A thread that gives up waiting traps (stall.h): the context is lost, and with it any buffer
+// left dirty. ResetAtExit's barriers wait only for producers, whose own waits are bounded (the
+// loader's, bounded_wait.cuh; the quantizers wait on nothing): they cannot hang silently.
 // The host needs only the layout constants (no CUDA headers); the device functions follow.
 
 #include <cstdint>

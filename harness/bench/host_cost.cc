@@ -15,7 +15,7 @@
 // kAsync, every buffer the caller's so the op allocates nothing; zeroed:1 sets
 // ready_flags_zeroed, which skips the op's cudaMemsetAsync; emu = sm90_emulation, ignored on
 // sm_120); capi/M:m/zeroed:z/emu (h3_out_proj_gpu from C++ as Python calls it: device given,
-// cached_workspace = 1, flags_zeroed = z). The op at zero codes and unit scales: its GPU time is
+// cached_workspace = 1, ready_flags_zeroed = z). The op at zero codes and unit scales: its GPU time is
 // not what is timed.
 
 #include <cuda_runtime.h>
@@ -168,7 +168,7 @@ H3OutProjArgs CapiArgs(const OutProjArgs& p, int device) {
   a.ready_flags = Array(p.ready_flags, {OutProjReadyFlagBytes(m)});
   a.sm90_emulation = p.sm90_emulation == Sm90Emulation::kFast ? 1 : 0;
   a.device = device;
-  a.flags_zeroed = p.ready_flags_zeroed ? 1 : 0;
+  a.ready_flags_zeroed = p.ready_flags_zeroed ? 1 : 0;
   return a;
 }
 

@@ -30,8 +30,9 @@ The workspace (act_q, act_sf and the ready flags; the flags alone where act_q an
 given) is cached per (thread, device, stream): one tensor of at most WS_CACHE_MAX_BYTES, at
 most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why that is safe:
   - Calls on one stream run in stream order, so a call's kernel starts after the previous one's
-    finished; the C ABI zeroes the ready flags on the stream before each kernel. Threads never
-    share an entry (the cache is thread-local), streams never share one (the key).
+    finished; each kernel starts on all-zero ready flags, zeroed by the C ABI on the stream or
+    left so by the previous kernel there (next point). Threads never share an entry (the cache
+    is thread-local), streams never share one (the key).
   - Under capture the workspace must come from the graph's pool and live as long as the graph:
     the call passes cached_workspace=1 and the C ABI, which asks the stream itself
     (cudaStreamIsCapturing, after entering the device), returns H3_CAPTURING without writing
@@ -41,13 +42,14 @@ most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why t
     uses a cached tensor, and the cache never keeps one of a graph's pool.
   - The flags' memset: every kernel leaves its ready flags zero (ready_flags.h ResetAtExit), so
     a call whose flag region (offset and bytes in the entry) is the one the entry's last call
-    succeeded with passes flags_zeroed=1 and the C ABI skips its cudaMemsetAsync (a stream
-    operation and ~1.5 us of host time). A new entry, a failed call or another region: zeroed
-    on the stream as before. Under capture the graph's own workspace is always zeroed.
+    succeeded with passes ready_flags_zeroed=1 and the C ABI skips its cudaMemsetAsync (a stream
+    operation, 1.4 us of host time on the H200's host). A new entry, a failed or interrupted
+    call (the record is cleared before the C call and set after it) or another region: zeroed
+    on the stream. Under capture the graph's own workspace is always zeroed.
   - torch.cuda.set_stream / torch.cuda.stream(...) change the raw stream, hence the entry. A
     stream destroyed and its handle reused by a new one gets the entry of the old one: torch's
     caching allocator hands a freed block to the next allocation on the same handle in just
-    the same way, so the full route and the per-call workspace had the same property.
+    the same way, so the full route and a per-call workspace have the same property.
   - An entry dropped (a fifth stream, the thread's end, release_workspaces()) goes back to
     torch's allocator, freed on the stream it was allocated on, stream-ordered as any tensor.
   - Memory: at most WS_CACHE_MAX_ENTRIES x WS_CACHE_MAX_BYTES per thread (64 MiB), held until
@@ -55,8 +57,8 @@ most WS_CACHE_MAX_ENTRIES per thread, reused by every call on that stream. Why t
     thread's entries (all_threads=True: every live thread's), least recently used first when a
     fifth stream comes. cudaStreamDestroy returns with work still queued: a stream destroyed
     that way and its handle reused at once could overlap the old stream's last kernel on the
-    entry, as a block of torch's allocator could; release first. Larger workspaces (M above ~4000 at K = 7168, where the kernel takes far
-    longer than the host) are allocated per call as before.
+    entry, as a block of torch's allocator could; release first. Larger workspaces (M above
+    ~4000 at K = 7168, where the kernel takes far longer than the host) are allocated per call.
 """
 
 import ctypes
@@ -226,7 +228,7 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
     p.generation = None
     p.tile = tile
     p.cached = False  # args.cached_workspace
-    p.zeroed = False  # args.flags_zeroed
+    p.zeroed = False  # args.ready_flags_zeroed
     p.emulation = "fast" if sm90 == 1 else "faithful"
     p.args = a
     p.ref = ctypes.byref(a)
@@ -248,7 +250,7 @@ class _Ws:
     """A cached workspace: its tensor, bytes and address, and the flag region [zero_off,
     zero_off + zero_bytes) known to be all zero on its stream (left so by the last call's
     kernel, ready_flags.h ResetAtExit; zero_off -1: none), where a call with the same region
-    skips the flags' memset (args.flags_zeroed)."""
+    skips the flags' memset (args.ready_flags_zeroed)."""
 
     __slots__ = ("tensor", "size", "base", "zero_off", "zero_bytes")
 
@@ -328,13 +330,21 @@ def _launch(plan, dev, device, act_q, act_sf):
     if cached != plan.cached:
         plan.args.cached_workspace = plan.cached = cached
     if zeroed != plan.zeroed:
-        plan.args.flags_zeroed = plan.zeroed = zeroed
+        plan.args.ready_flags_zeroed = plan.zeroed = zeroed
     stats["tile"] = plan.tile
+    if cached:
+        # Unknown until the call returns (an exception in between leaves it unknown): this
+        # call's act_q/act_sf may overwrite the recorded region.
+        zero = entry.zero_off, entry.zero_bytes
+        entry.zero_off = -1
     rc = _gpu(plan.ref, stream)
-    if cached and rc != _native.CAPTURING:
-        # Succeeded: the kernel leaves its flags zero; failed: nothing is known.
-        entry.zero_off, entry.zero_bytes = (plan.flags_off, plan.flag_bytes) if rc == 0 else (
-            -1, 0)
+    if cached:
+        # Succeeded: the kernel leaves its flags zero; refused (capture): nothing was written;
+        # failed: nothing is known.
+        if rc == 0:
+            entry.zero_off, entry.zero_bytes = plan.flags_off, plan.flag_bytes
+        elif rc == _native.CAPTURING:
+            entry.zero_off, entry.zero_bytes = zero
     if rc == _native.CAPTURING:
         # The stream is being captured: the graph gets a workspace of its own, from the
         # capture's pool, freed (stream-ordered) when this call returns, as outside the cache.
@@ -349,7 +359,7 @@ def _launch(plan, dev, device, act_q, act_sf):
                 w[_W_ACTSF] = base + plan.sf_off
             w[_W_FLAGS] = base + plan.flags_off
         plan.args.cached_workspace = plan.cached = False
-        plan.args.flags_zeroed = plan.zeroed = False
+        plan.args.ready_flags_zeroed = plan.zeroed = False
         rc = _gpu(plan.ref, stream)
     if rc:
         _native.check(rc)
@@ -427,7 +437,9 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     if _gpu is None:
         _load()
     if out is None:
-        out = (torch.empty_like(residual, memory_format=_CONTIGUOUS) if plan.out_like_residual
+        # empty_like would copy a named residual's names: torch.empty then, as the full route.
+        out = (torch.empty_like(residual, memory_format=_CONTIGUOUS)
+               if plan.out_like_residual and not residual.has_names()
                else torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device))
     w = plan.words
     w[_W_ATTN] = attn_out.data_ptr()

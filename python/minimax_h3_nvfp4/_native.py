@@ -51,7 +51,7 @@ class H3OutProjArgs(ctypes.Structure):
         ("cpu_gemm", ctypes.c_int32),
         ("device", ctypes.c_int32),
         ("tile", ctypes.c_int32),
-        ("flags_zeroed", ctypes.c_int32),
+        ("ready_flags_zeroed", ctypes.c_int32),
     ]
 
 

@@ -295,9 +295,9 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "cached_workspace",
                    "0 or 1", absl::StrCat(a->cached_workspace));
   }
-  if (a->flags_zeroed != 0 && a->flags_zeroed != 1) {
-    return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "flags_zeroed", "0 or 1",
-                   absl::StrCat(a->flags_zeroed));
+  if (a->ready_flags_zeroed != 0 && a->ready_flags_zeroed != 1) {
+    return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "ready_flags_zeroed",
+                   "0 or 1", absl::StrCat(a->ready_flags_zeroed));
   }
   if (a->sm90_emulation != 0 && a->sm90_emulation != 1) {
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "sm90_emulation",
@@ -338,7 +338,7 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
   p.act_q = static_cast<uint8_t*>(a->act_q.data);
   p.act_sf = static_cast<uint8_t*>(a->act_sf.data);
   p.ready_flags = a->ready_flags.data;
-  p.ready_flags_zeroed = a->flags_zeroed == 1;
+  p.ready_flags_zeroed = a->ready_flags_zeroed == 1;
   p.sm90_emulation =
       a->sm90_emulation == 1 ? h3::Sm90Emulation::kFast : h3::Sm90Emulation::kFaithful;
   p.tile = static_cast<h3::OutProjTile>(a->tile);

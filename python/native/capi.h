@@ -74,9 +74,10 @@ typedef struct H3OutProjArgs {
   int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
   int32_t tile;   /* GPU: the SM120 kernel's config: 0 auto, or a code of the registry
                      (kernels/tiles.h; h3_tile_count / h3_tile_name / h3_tile_code list it) */
-  int32_t flags_zeroed; /* GPU: 1 when ready_flags (given) is all zero on the stream, e.g. left so
-                           by this op's previous call there (every kernel leaves it zero): the
-                           call skips its cudaMemsetAsync; 0: the call zeroes it */
+  int32_t ready_flags_zeroed; /* GPU: 1 when ready_flags (given) is all zero on the stream, e.g.
+                                 left so by this op's last successful call with M > 0 there (its
+                                 kernel leaves the flags zero; M = 0 touches nothing): the call
+                                 skips its cudaMemsetAsync; 0: the call zeroes it */
 } H3OutProjArgs;
 
 int32_t h3_capi_version(void);

@@ -6,6 +6,7 @@ Goldens: testdata/ (testdata/README.md), found beside this file's checkout or th
 $H3_TESTDATA.
 """
 
+import ctypes
 import inspect
 import os
 import re
@@ -546,6 +547,36 @@ class ErrorTest(unittest.TestCase):
                                  r"|NVIDIA driver)" % OP)
         else:
             self.assertRegex(name, r"^sm_")
+
+
+class GpuFieldTest(unittest.TestCase):
+    """The C ABI's GPU-only integer fields are checked before any CUDA call (so here too, on a
+    machine without a GPU): 0 or 1 each, the message naming the field."""
+
+    def test_flag_fields_must_be_0_or_1(self):
+        from minimax_h3_nvfp4 import _native
+        m, n, k = 1, 128, 256
+        buf = np.zeros(1 << 16, np.uint8)
+        base = (buf.ctypes.data + 255) // 256 * 256  # aligned, never dereferenced: refused first
+        shapes = {"attn_out": (m, k), "o_weight_q": (n, k // 2),
+                  "o_weight_sf": (int(_native.lib().h3_swizzled_scale_bytes(n, k)),),
+                  "act_global_scale": (1,), "gate": (9, n), "gate_index": (m,),
+                  "residual": (m, n), "out": (m, n)}
+        table = [("cached_workspace", 2, "cached_workspace must be 0 or 1, got 2"),
+                 ("ready_flags_zeroed", 2, "ready_flags_zeroed must be 0 or 1, got 2"),
+                 ("ready_flags_zeroed", -1, "ready_flags_zeroed must be 0 or 1, got -1"),
+                 ("sm90_emulation", 2, "sm90_emulation must be 0 \\(faithful\\) or 1 "
+                  "\\(fast\\), got 2")]
+        for field, value, message in table:
+            with self.subTest(field=field, value=value):
+                a = _native.new_args()
+                for i, (name, shape) in enumerate(shapes.items()):
+                    setattr(a, name, _native.make_array(base + 4096 * i, shape))
+                a.o_weight_global_scale_value = 1.0
+                setattr(a, field, value)
+                code = _native.lib().h3_out_proj_gpu(ctypes.byref(a), None)
+                with self.assertRaisesRegex(ValueError, "^minimax_h3_nvfp4_out_proj: " + message):
+                    _native.check(code)
 
 
 class DocAndVersionTest(unittest.TestCase):

@@ -427,13 +427,13 @@ class FakeGpu:
         self.capturing = set(capturing)  # fake stream handles being captured
         self.fail = set(fail)  # indices of the calls that fail (an internal error, code 13)
         self.calls = []
-        self.zeroed = []  # each call's flags_zeroed
+        self.zeroed = []  # each call's ready_flags_zeroed
 
     def __call__(self, ref, stream):
         plan = WorkspaceCacheTest.plan
         w = plan.words
         flag = plan.args.cached_workspace
-        self.zeroed.append(plan.args.flags_zeroed)
+        self.zeroed.append(plan.args.ready_flags_zeroed)
         self.calls.append((stream, flag, w[_eager._W_ACTQ], w[_eager._W_FLAGS]))
         if flag and stream in self.capturing:
             return 1000
@@ -556,9 +556,9 @@ class WorkspaceCacheTest(unittest.TestCase):
         self.assertEqual(self.launch(FakeGpu(), 11)[2], mine)
 
     def test_memset_skipped_where_the_flags_are_known_zero(self):
-        # A call may skip the flags' memset (flags_zeroed) where the last call on its cached
+        # A call may skip the flags' memset (ready_flags_zeroed) where the last call on its cached
         # workspace succeeded with the same flag region: that kernel left it zero. (plan, stream,
-        # the call fails, flags_zeroed expected); "B" has another M, so another flag region.
+        # the call fails, ready_flags_zeroed expected); "B" has another M, so another flag region.
         m, n, k = 200, self.N, self.K
         plan_b = _eager._build(True, 0, ((m, k), (n, k // 2), (n, k // 16), (1,), (1,), (9, n),
                                          (m,), (m, n), None, None, None), 0, 0, 1, True, True)

@@ -58,9 +58,11 @@ if [[ ${1:-} != quick ]]; then
   # The sanitizers slow the kernel by orders of magnitude: its waits' bound (kernels/stall.h)
   # raised so that a slow correct run is not taken for a stall.
   export MINIMAX_H3_NVFP4_WAIT_LIMIT_MS=600000
+  # ReusedFlagsLeftZero: the kernel's reset of its ready flags (ready_flags.h ResetAtExit).
+  cases='*m129*:*n128*:*two_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$B/out_proj_test" --gtest_filter='*m129*:*n128*:*two_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
+      "$B/out_proj_test" --gtest_filter="$cases"
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do
