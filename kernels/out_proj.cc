@@ -35,7 +35,6 @@ namespace h3 {
 namespace {
 
 using internal::OutProjCudaError;
-absl::Status CudaError(cudaError_t e, const char* what) { return OutProjCudaError(e, what); }
 
 struct DeviceKind {
   kernels::KernelBuild build;
@@ -58,14 +57,14 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
         "minimax_h3_nvfp4_out_proj: " +
         NoCudaDeviceReason(e, cudaGetErrorName(e), cudaGetErrorString(e), driver, CUDART_VERSION));
   }
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceCount");
+  if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDeviceCount");
   int dev = 0, major = 0, minor = 0;
   e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+  if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDevice");
   // Two attribute queries instead of cudaGetDeviceProperties, which is slow on every call.
   e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
+  if (e != cudaSuccess) return OutProjCudaError(e, "cudaDeviceGetAttribute(compute capability)");
   if (major == 12) {  // sm_120 (RTX 50xx, RTX PRO 6000), sm_121 (GB10): one sm_120f build
     return DeviceKind{kernels::KernelBuild::kSm120Native,
                       absl::StrFormat("sm_120f native (compute capability 12.%d)", minor)};
@@ -82,7 +81,7 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
   }
   cudaDeviceProp prop;
   e = cudaGetDeviceProperties(&prop, dev);
-  if (e != cudaSuccess) return CudaError(e, "cudaGetDeviceProperties");
+  if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDeviceProperties");
   return absl::UnimplementedError(absl::StrFormat(
       "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.x "
       "(sm_120f native) and 9.0 (sm_90a validation)",
@@ -107,7 +106,7 @@ absl::StatusOr<const DeviceKind*> CachedDeviceKind(Sm90Emulation sm90_emulation)
   if (!kind.ok()) return kind.status();
   if (dev < 0) {
     if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) {
-      return CudaError(e, "cudaGetDevice");
+      return OutProjCudaError(e, "cudaGetDevice");
     }
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -137,13 +136,15 @@ absl::StatusOr<unsigned long long> CurrentContextId() {
       get_id = reinterpret_cast<GetIdFn>(f);
     }
   });
-  if (status != cudaSuccess) return CudaError(status, "cudaGetDriverEntryPointByVersion(cuCtx*)");
+  if (status != cudaSuccess) {
+    return OutProjCudaError(status, "cudaGetDriverEntryPointByVersion(cuCtx*)");
+  }
   CUcontext ctx = nullptr;
   if (get_current(&ctx) == CUDA_SUCCESS && ctx == nullptr) {
     // No context yet: cudaFree(nullptr) makes the runtime's primary context current. A stream
     // being captured implies a current context, so this never runs inside a capture.
     const cudaError_t e = cudaFree(nullptr);
-    if (e != cudaSuccess) return CudaError(e, "cudaFree(nullptr) (context initialization)");
+    if (e != cudaSuccess) return OutProjCudaError(e, "cudaFree(nullptr) (context initialization)");
     get_current(&ctx);
   }
   unsigned long long id = 0;
@@ -172,7 +173,9 @@ absl::StatusOr<int> ResidentCtas(unsigned long long ctx, const kernels::KernelSe
     if (e == cudaSuccess) {
       e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     }
-    if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(shared memory per block)");
+    if (e != cudaSuccess) {
+      return OutProjCudaError(e, "cudaDeviceGetAttribute(shared memory per block)");
+    }
     if (optin < set.smem_bytes(build, tile)) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "minimax_h3_nvfp4_out_proj: the kernel needs %d bytes of shared memory per block; "
@@ -188,7 +191,7 @@ absl::StatusOr<int> ResidentCtas(unsigned long long ctx, const kernels::KernelSe
     }
     if (e != cudaSuccess) {
       ctas = 0;
-      return CudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
+      return OutProjCudaError(e, "kernel configuration (shared-memory limit, occupancy query)");
     }
   }
   return ctas;
@@ -360,7 +363,7 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
     // would also invalidate the caller's whole graph. Refuse before touching the stream.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) {
-      return CudaError(e, "cudaStreamIsCapturing");
+      return OutProjCudaError(e, "cudaStreamIsCapturing");
     }
     if (capture != cudaStreamCaptureStatusNone) {
       return absl::FailedPreconditionError(
@@ -375,7 +378,7 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
                           cudaMemcpyDeviceToHost, stream);
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) return CudaError(e, "reading the global scales (kChecked)");
+    if (e != cudaSuccess) return OutProjCudaError(e, "reading the global scales (kChecked)");
     for (const auto& [name, v] :
          {std::pair<const char*, float>{"act_global_scale", act_gs},
           {args.o_weight_global_scale_dev != nullptr ? "o_weight_global_scale_dev"
@@ -399,7 +402,7 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   void* ws = nullptr;
   if (ws_bytes > 0) {
     const cudaError_t e = cudaMallocAsync(&ws, ws_bytes, stream);
-    if (e != cudaSuccess) return CudaError(e, "cudaMallocAsync(workspace)");
+    if (e != cudaSuccess) return OutProjCudaError(e, "cudaMallocAsync(workspace)");
   }
   uint8_t* next = static_cast<uint8_t*>(ws);
   void* flags = args.ready_flags;
@@ -445,11 +448,11 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
       what = "cudaFreeAsync(workspace)";
     }
   }
-  if (e != cudaSuccess) return CudaError(e, what);
+  if (e != cudaSuccess) return OutProjCudaError(e, what);
   if (mode == CheckMode::kChecked) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) {
-      const absl::Status s = CudaError(e, "kernel execution (kChecked)");
+      const absl::Status s = OutProjCudaError(e, "kernel execution (kChecked)");
       const std::string stall_message = StallMessageOfCurrentContext();
       return stall_message.empty() ? s
                                    : absl::InternalError(absl::StrCat(s.message(), "; ",

@@ -2,7 +2,6 @@
 // host API (kernels/out_proj.h) or the emulator (emulator/op.h), errors as code + message.
 
 #include "python/native/capi.h"
-#include "python/native/capi_arrays.h"
 
 #include <cuda_runtime.h>
 
@@ -29,6 +28,8 @@
 #include "emulator/op.h"
 #include "emulator/weight.h"
 #include "kernels/out_proj.h"
+#include "kernels/out_proj_internal.h"  // OutProjCudaError: the host API's wording
+#include "python/native/capi_arrays.h"
 #include "python/native/last_error.h"
 
 namespace {
@@ -227,11 +228,6 @@ absl::StatusOr<h3::OpInputs> CpuInputs(const H3OutProjArgs* a, bool check_output
 
 // ---- GPU ------------------------------------------------------------------------------------
 
-absl::Status CudaError(cudaError_t e, const char* what) {
-  return absl::InternalError(absl::StrFormat("minimax_h3_nvfp4_out_proj: %s failed: %s (%s)", what,
-                                             cudaGetErrorName(e), cudaGetErrorString(e)));
-}
-
 // Makes `device` current for the call (the operands' device, whatever torch's thread state) and
 // restores the previous one. cudaSetDevice is not a stream operation: fine during a capture.
 class DeviceScope {
@@ -239,10 +235,10 @@ class DeviceScope {
   absl::Status Enter(int32_t device) {
     if (device < 0) return absl::OkStatus();
     cudaError_t e = cudaGetDevice(&prev_);
-    if (e != cudaSuccess) return CudaError(e, "cudaGetDevice");
+    if (e != cudaSuccess) return h3::internal::OutProjCudaError(e, "cudaGetDevice");
     if (prev_ == device) return absl::OkStatus();
     e = cudaSetDevice(device);
-    if (e != cudaSuccess) return CudaError(e, "cudaSetDevice");
+    if (e != cudaSuccess) return h3::internal::OutProjCudaError(e, "cudaSetDevice");
     switched_ = true;
     return absl::OkStatus();
   }
