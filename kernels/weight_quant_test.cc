@@ -261,13 +261,7 @@ TEST(WeightQuantGpu, BitIdenticalToCpuMiniMaxH3Shape) {
 // nothing written.
 TEST(WeightQuantGpu, SameErrorsAsCpuNothingWritten) {
   H3_SKIP_WITHOUT_GPU();
-  struct ErrorCase {
-    const char* name;
-    int64_t n, k;
-    bool f32;
-    Gen gen;
-  };
-  const ErrorCase cases[] = {
+  const Case cases[] = {  // the bit-exactness table's row type
       {"a NaN at [1, 3]", 4, 64, false,
        [](int64_t r, int64_t c, Rng&) { return (r == 1 && c == 3) ? 0x7FC1u : 0x3F80u; }},
       {"-Inf at [2, 17] before a NaN at [3, 0]", 5, 32, false,
@@ -289,7 +283,7 @@ TEST(WeightQuantGpu, SameErrorsAsCpuNothingWritten) {
       {"f32 1e-38 everywhere: 2688/amax overflows", 4, 64, true,
        [](int64_t, int64_t, Rng&) { return F32Bits(1e-38f); }},
   };
-  for (const ErrorCase& c : cases) {
+  for (const Case& c : cases) {
     const Case as_case{c.name, c.n, c.k, c.f32, c.gen};
     const Host h = Make(as_case, 7);
     const absl::StatusOr<QuantizedWeight> cpu = Cpu(h, c.n, c.k, c.f32);
