@@ -80,6 +80,8 @@ _U8 = (torch.uint8,)
 _SF = tuple(t for t in (torch.uint8, getattr(torch, "float8_e4m3fn", None)) if t)
 _I32 = (torch.int32,)
 _F32 = (torch.float32,)
+# The accepted dtypes of try_call's tensor operands, in its order.
+_DTYPES = (_BF16, _U8, _SF, _F32, _BF16, _I32, _BF16, _F32, _BF16, _U8, _SF)
 
 
 def _zero():
@@ -98,7 +100,14 @@ _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or 
 _function_modes = getattr(_C, "_len_torch_function_stack", _zero)
 _dispatch_modes = getattr(_C, "_len_torch_dispatch_stack", _zero)
 _functorch = getattr(_C, "_are_functorch_transforms_active", _false)
-_jit_tracing = getattr(_C, "_get_tracing_state", _none)
+# torch.jit.trace: _is_tracing, a bool (half the cost of _get_tracing_state's object), where
+# torch has it.
+_jit_tracing = getattr(_C, "_is_tracing", None)
+if _jit_tracing is None:
+    _tracing_state = getattr(_C, "_get_tracing_state", _none)
+
+    def _jit_tracing():
+        return _tracing_state() is not None
 _raw_stream = getattr(_C, "_cuda_getCurrentRawStream", None)
 _inference_mode = torch.is_inference_mode_enabled
 _bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
@@ -173,7 +182,7 @@ _tls = threading.local()
 def plain_eager():
     """True where nothing traces or compiles (the module docstring's first two points)."""
     return not (_compiling() or _function_modes() or _dispatch_modes() or _functorch()
-                or _jit_tracing() is not None)
+                or _jit_tracing())
 
 
 class _Plan:
@@ -397,10 +406,9 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     # full route's, as is anything that raises here.
     grad = _C.is_grad_enabled()
     try:
-        for t, dtypes in ((attn_out, _BF16), (o_weight_q, _U8), (o_weight_sf, _SF),
-                          (act_global_scale, _F32), (gate, _BF16), (gate_index, _I32),
-                          (residual, _BF16), (w_gs if w_is_tensor else None, _F32),
-                          (out, _BF16), (act_q, _U8), (act_sf, _SF)):
+        for t, dtypes in zip((attn_out, o_weight_q, o_weight_sf, act_global_scale, gate,
+                              gate_index, residual, w_gs if w_is_tensor else None, out, act_q,
+                              act_sf), _DTYPES):
             if t is None:
                 continue
             if (type(t) not in _PLAIN or t.dtype not in dtypes or t.layout is not _STRIDED

@@ -71,10 +71,13 @@ class _Problem:
             self.idx.append(torch.randint(0, G, (m,), generator=gen, dtype=torch.int32).to(dev))
             self.out.append(torch.empty(m, n, dtype=torch.bfloat16, device=dev))
 
-    def op(self, i, tile="auto", sm90_emulation="faithful"):
+    def op(self, i, tile="auto", sm90_emulation="faithful", new_out=False):
+        """The op on input set i, into its out buffer (new_out: into a new tensor, the plain
+        call's allocation)."""
         return minimax_h3_nvfp4_out_proj(
             self.x[i], self.q[i], self.sf[i], self.w_gs, self.act_gs, self.gate, self.idx[i],
-            self.res[i], out=self.out[i], tile=tile, sm90_emulation=sm90_emulation)
+            self.res[i], out=None if new_out else self.out[i], tile=tile,
+            sm90_emulation=sm90_emulation)
 
     def gemm(self, i):
         return self.x[i] @ self.w_bf16[i].t()
@@ -146,7 +149,8 @@ def bench(ms_list=(1, 128, 1024, 4096), n=5376, k=7168, device=None,
           sm90_emulation="faithful", tile="auto", reps=20, out=sys.stdout, progress=_progress):
     """The op against torch's bf16 `x @ w.T` and the unfused bf16 pipeline
     `residual + gate[index] * (x @ w.T)`: device ms per call (medians), and host us per eager
-    call of the op (the fast path; and through torch's op dispatch) and of F.linear."""
+    call of the op (the fast path, with a new out and into a given one; and through torch's
+    op dispatch) and of F.linear, with op / F.linear (hosttime.eager_rows)."""
     torch, index = require_cuda(device)
     dev = torch.device("cuda", index)
     print("bench: cuda:%d %s, %s; N=%d K=%d, tile=%s, median of %d batches" % (
@@ -154,29 +158,33 @@ def bench(ms_list=(1, 128, 1024, 4096), n=5376, k=7168, device=None,
         reps), file=out)
     print("%7s %10s %10s %10s %8s %8s | %s" % (
         "M", "op ms", "gemm ms", "unfused", "gemm/op", "unf/op",
-        "host us per eager call: op, op via torch's op dispatch, F.linear"), file=out)
+        "host us per eager call: op, op(out=), op via torch's op dispatch, F.linear, "
+        "op/F.linear"), file=out)
     rows = []
     for m in ms_list:
         t0 = time.perf_counter()
         p = _Problem(torch, dev, int(m), n, k)
         op = lambda i: p.op(i, tile, sm90_emulation)  # noqa: E731
+        op_new_out = lambda i: p.op(i, tile, sm90_emulation, new_out=True)  # noqa: E731
         with torch.no_grad():
             t_op = device_ms(torch, p, op, reps)
             t_gemm = device_ms(torch, p, p.gemm, reps)
             t_unf = device_ms(torch, p, p.unfused, reps)
-            h_op, h_full, h_lin = hosttime.eager_rows(torch, p, op)
-        rows.append((m, t_op, t_gemm, t_unf, h_op, h_lin, h_full))
-        print("%7d %10.4f %10.4f %10.4f %8.2f %8.2f | %7.1f %7.1f %7.1f" % (
-            m, t_op, t_gemm, t_unf, t_gemm / t_op, t_unf / t_op, h_op, h_full, h_lin),
-            file=out, flush=True)
+            h = hosttime.eager_rows(torch, p, op, op_new_out)
+        rows.append((m, t_op, t_gemm, t_unf, h))
+        print("%7d %10.4f %10.4f %10.4f %8.2f %8.2f | %7.1f %7.1f %7.1f %7.1f %7.2f" % (
+            m, t_op, t_gemm, t_unf, t_gemm / t_op, t_unf / t_op, h["op"], h["op_out"],
+            h["full"], h["linear"], h["ratio"]), file=out, flush=True)
         progress("bench: M=%d done (%.1f s)" % (m, time.perf_counter() - t0))
         p = None
         torch.cuda.empty_cache()
-    for m, _, _, _, h_op, h_lin, _ in rows:
+    for m, _, _, _, h in rows:
         if m == 1:
-            print("host time per eager call at M=1: %s (op %.1f us, F.linear %.1f us in this "
-                  "run; target <= ~%.0f us)" % (hosttime.verdict(h_op <= hosttime.HOST_TARGET_US),
-                                               h_op, h_lin, hosttime.HOST_TARGET_US), file=out)
+            print("host time per eager call at M=1: %s (op %.1f us with a new out, %.1f us into "
+                  "a given one; F.linear %.1f us in the same rounds; op / F.linear %.2f, the "
+                  "median of the rounds' ratios; target <= ~%.0f us, F.linear's level)" % (
+                      hosttime.verdict(h["op"] <= hosttime.HOST_TARGET_US), h["op"],
+                      h["op_out"], h["linear"], h["ratio"], hosttime.HOST_TARGET_US), file=out)
     return rows
 
 

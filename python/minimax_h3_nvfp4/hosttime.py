@@ -8,6 +8,7 @@ the H200), and the first call of a fresh process within ~100 ms of `import minim
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -23,37 +24,48 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
-def host_us(torch, problem, fn, calls=300):
-    """Host time per call, us: `calls` calls without synchronization between them (median of
-    5 rounds), after a synchronization."""
-    with torch.cuda.device(problem.dev):
-        rounds = []
-        for _ in range(5):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for j in range(calls):
-                fn(j % problem.copies)
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            rounds.append((t1 - t0) / calls * 1e6)
-        rounds.sort()
-        return rounds[len(rounds) // 2]
+def _round_us(torch, fn, copies, calls):
+    """Host time per call, us, of one round: `calls` calls without synchronization between
+    them, after a synchronization."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for j in range(calls):
+        fn(j % copies)
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
 
 
-def eager_rows(torch, problem, op):
-    """(fast path us, full-route us, F.linear us) per call for one problem."""
+def eager_rows(torch, problem, op, op_new_out, rounds=11, calls=300):
+    """Host us per eager call for one problem: a dict of medians over `rounds` rounds, "op"
+    (the fast path, a new out per call: the plain call), "op_out" (out given), "full" (torch's op
+    dispatch) and "linear" (F.linear), and "ratio", the median of the rounds' op / linear.
+
+    Each round times every variant once, in turn: this host's speed drifts by up to 2x over
+    seconds, so variants timed in separate phases are not comparable; within a round they
+    are, hence the ratio."""
     from . import _eager
     lin = torch.nn.functional.linear
+    linear = lambda i: lin(problem.x[i], problem.w_bf16[i])  # noqa: E731
+    got = {"op": [], "op_out": [], "full": [], "linear": []}
     saved = _eager.enabled
     try:
-        _eager.enabled = True
-        fast = host_us(torch, problem, op)
-        _eager.enabled = False
-        full = host_us(torch, problem, op)
+        with torch.cuda.device(problem.dev):
+            for fn in (op_new_out, op, linear):
+                _round_us(torch, fn, problem.copies, problem.copies)  # warm-up
+            for _ in range(rounds):
+                _eager.enabled = True
+                got["op"].append(_round_us(torch, op_new_out, problem.copies, calls))
+                got["op_out"].append(_round_us(torch, op, problem.copies, calls))
+                _eager.enabled = False
+                got["full"].append(_round_us(torch, op, problem.copies, calls))
+                _eager.enabled = True
+                got["linear"].append(_round_us(torch, linear, problem.copies, calls))
     finally:
         _eager.enabled = saved
-    linear = host_us(torch, problem, lambda i: lin(problem.x[i], problem.w_bf16[i]))
-    return fast, full, linear
+    rows = {k: statistics.median(v) for k, v in got.items()}
+    rows["ratio"] = statistics.median(a / b for a, b in zip(got["op"], got["linear"]))
+    return rows
 
 
 _CHILD = r"""

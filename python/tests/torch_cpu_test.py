@@ -238,6 +238,16 @@ class FastPathTest(unittest.TestCase):
                     got, route = routes(lambda: minimax_h3_nvfp4_out_proj(*args))
                 self.assertEqual(route, "op")
                 np.testing.assert_array_equal(bits(got), self.want["op_exact"])
+        with self.subTest(what="inside torch.jit.trace"):
+            seen = []
+
+            def traced(t):
+                seen.append(_eager.plain_eager())
+                return t + 1
+
+            torch.jit.trace(traced, (torch.zeros(2),), check_trace=False)
+            self.assertEqual(seen, [False])
+            self.assertTrue(_eager.plain_eager())
         with self.subTest(what="an inference tensor as out, outside inference mode"):
             with torch.inference_mode():
                 out = torch.empty_like(args[7])
@@ -404,6 +414,36 @@ class ModuleTest(unittest.TestCase):
         self.assertIs(got, res)
         self.assertTrue(torch.equal(bits_t(got), bits_t(want)))
         self.assertIn("in_features=256, out_features=128", repr(a))
+
+    def test_two_dimensional_operands_take_no_views(self):
+        # The op's own shapes go to it as they are (no reshape), with the same bits as the
+        # leading-dimension route, out given or in place; a buffer replaced by a Parameter
+        # still reaches the op.
+        mod = minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, act_global_scale=3.0)
+        x2, res2 = self.x.reshape(-1, self.k), self.res.reshape(-1, self.n)
+        idx2 = self.idx.reshape(-1)
+        want = mod(self.x, self.res, self.gate, self.idx).reshape(-1, self.n)
+        got = mod(x2, res2, self.gate, idx2)
+        self.assertEqual(tuple(got.shape), (6, self.n))
+        self.assertTrue(torch.equal(bits_t(got), bits_t(want)))
+        out = torch.full_like(res2, float("nan"))
+        self.assertIs(mod(x2, res2, self.gate, idx2, out=out), out)
+        self.assertTrue(torch.equal(bits_t(out), bits_t(want)))
+        res = res2.clone()
+        self.assertIs(mod(x2, res, self.gate, idx2.to(torch.int32), out=res), res)
+        self.assertTrue(torch.equal(bits_t(res), bits_t(want)))
+        out3 = torch.full_like(self.res, float("nan"))  # out 3-D, the rest 2-D: the view route
+        self.assertIs(mod(x2, res2, self.gate, idx2, out=out3), out3)
+        self.assertTrue(torch.equal(bits_t(out3.reshape(-1, self.n)), bits_t(want)))
+        sf = mod.o_weight_sf
+        del mod.o_weight_sf
+        mod.o_weight_sf = torch.nn.Parameter(sf, requires_grad=False)
+        self.assertNotIn("o_weight_sf", mod._buffers)
+        self.assertTrue(torch.equal(bits_t(mod(x2, res2, self.gate, idx2)), bits_t(want)))
+        # A 2-D x whose width is not K: the op's error (no silent reshape into other rows).
+        with self.assertRaisesRegex(ValueError, r"o_weight_q"):
+            mod(torch.zeros(3, 2 * self.k, dtype=torch.bfloat16), res2[:3], self.gate,
+                idx2[:3])
 
     def test_module_errors(self):
         lin = torch.nn.Linear(self.k, self.n, bias=True)
