@@ -114,7 +114,7 @@ def projections(args):
 
 
 def print_report(args, spec, backend, ref_name, outliers, t_quant, t_ref, t_op, timing, f32_out,
-                 f32_upd, ref_out, nv_out, residual):
+                 f32_upd, ref_out, nv_out, residual, quant_label):
     """The error table and the times. *_out: float32 [M, N] outputs; residual float32."""
     print("== MiniMax-H3 %s: M=%d tokens, N=%d, K=%d, G=%d (%s)"
           % (spec.title, args.m, N, spec.k, G, spec.gate))
@@ -138,7 +138,7 @@ def print_report(args, spec, backend, ref_name, outliers, t_quant, t_ref, t_op, 
     print("time (%s)" % timing)
     print("  %-52s %12s" % ("bf16: " + ref_name, fmt_time(t_ref)))
     print("  %-52s %12s" % ("NVFP4 fused op", fmt_time(t_op)))
-    print("  %-52s %12s" % ("weight quantization (once, on the CPU)", fmt_time(t_quant)))
+    print("  %-52s %12s" % (quant_label, fmt_time(t_quant)))
     print()
 
 
@@ -173,7 +173,7 @@ def run_numpy(args, spec):
     print_report(args, spec, "the CPU emulator (bit-exact), NumPy arrays, no torch",
                  "NumPy f32 GEMM, bf16 roundings", outliers, t_quant, t_ref, t_op,
                  "one call, after a warm-up call of the op", f32_out, f32_upd, ref,
-                 bf16.to_float32(out), res)
+                 bf16.to_float32(out), res, "weight quantization (once, on the CPU)")
 
 
 def run_torch(args, device, spec):
@@ -221,7 +221,8 @@ def run_torch(args, device, spec):
     print_report(args, spec, backend, "nn.Linear + gated residual (torch bf16)", outliers,
                  t_quant,
                  t_ref, t_op, timing, host(f32_out), host(f32_upd), host(ref), host(out),
-                 host(res_t))
+                 host(res_t), "quantization + calibration (module build, %s)"
+                 % ("GPU" if dev.type == "cuda" else "CPU"))
 
 
 def time_cuda(fn, iters):
