@@ -242,11 +242,8 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
   if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
   if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
   if (FindOutProjTile(a.tile) == nullptr) {
-    std::string codes = "0 (auto)";
-    for (const OutProjTileInfo& t : kOutProjTiles) {
-      absl::StrAppendFormat(&codes, ", %d (%s)", static_cast<int>(t.tile), t.name);
-    }
-    return bad("tile", "a registered tile config: " + codes, static_cast<int>(a.tile));
+    return bad("tile", "a registered tile config: " + OutProjTileCodes(),
+               static_cast<int>(a.tile));
   }
   const int emu = static_cast<int>(a.sm90_emulation);
   if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&

@@ -29,6 +29,7 @@
   X(k128x128, 2, "128x128", Sm120Config128, "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")
 
 #include <cstdint>
+#include <string>
 
 namespace h3 {
 
@@ -65,6 +66,16 @@ constexpr const OutProjTileInfo* FindOutProjTile(OutProjTile tile) {
     if (t.tile == tile) return &t;
   }
   return nullptr;
+}
+
+// The codes a call's tile may take, as the errors for any other list them:
+// "0 (auto), 3 (128x256_lockstep), 1 (128x256), 2 (128x128)".
+inline std::string OutProjTileCodes() {
+  std::string codes = "0 (auto)";
+  for (const OutProjTileInfo& t : kOutProjTiles) {
+    codes += ", " + std::to_string(static_cast<int>(t.tile)) + " (" + t.name + ")";
+  }
+  return codes;
 }
 
 }  // namespace h3

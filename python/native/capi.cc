@@ -300,12 +300,9 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
                    "0 (faithful) or 1 (fast)", absl::StrCat(a->sm90_emulation));
   }
   if (h3::FindOutProjTile(static_cast<h3::OutProjTile>(a->tile)) == nullptr) {
-    std::string codes = "0 (auto)";
-    for (const h3::OutProjTileInfo& t : h3::kOutProjTiles) {
-      absl::StrAppend(&codes, ", ", static_cast<int>(t.tile), " (", t.name, ")");
-    }
     return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "tile",
-                   "a registered tile code: " + codes, absl::StrCat(a->tile));
+                   "a registered tile config: " + h3::OutProjTileCodes(),
+                   absl::StrCat(a->tile));
   }
   if (a->o_weight_global_scale.data == nullptr) {
     // A host value: checked here (the kernel checks device values only in kChecked mode).

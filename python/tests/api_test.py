@@ -551,7 +551,8 @@ class ErrorTest(unittest.TestCase):
 
 class GpuFieldTest(unittest.TestCase):
     """The C ABI's GPU-only integer fields are checked before any CUDA call (so here too, on a
-    machine without a GPU): 0 or 1 each, the message naming the field."""
+    machine without a GPU): the flags 0 or 1 each, the tile a registered code; the message
+    naming the field."""
 
     def test_flag_fields_must_be_0_or_1(self):
         from minimax_h3_nvfp4 import _native
@@ -566,7 +567,9 @@ class GpuFieldTest(unittest.TestCase):
                  ("ready_flags_zeroed", 2, "ready_flags_zeroed must be 0 or 1, got 2"),
                  ("ready_flags_zeroed", -1, "ready_flags_zeroed must be 0 or 1, got -1"),
                  ("sm90_emulation", 2, "sm90_emulation must be 0 \\(faithful\\) or 1 "
-                  "\\(fast\\), got 2")]
+                  "\\(fast\\), got 2"),
+                 ("tile", 99, "tile must be a registered tile config: 0 \\(auto\\), 3 "
+                  "\\(128x256_lockstep\\), 1 \\(128x256\\), 2 \\(128x128\\), got 99")]
         for field, value, message in table:
             with self.subTest(field=field, value=value):
                 a = _native.new_args()
