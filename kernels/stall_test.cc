@@ -31,12 +31,12 @@ namespace {
 using kernels::WaitKind;
 
 constexpr int kWaitLimitMs = 200;
-constexpr int kNTiles = 3;  // N = 640 in 256-column tiles; M = 300: 3 m-tiles, 9 CTAs
+constexpr int kN = 640;  // M = 300: 3 m-tiles; N in 3 tiles of 256 or 5 of 128: 9 or 15 CTAs
 
 // What case `name` (kernels::kStallCases) must report: the wait, the thread range [lo, hi) of the
 // role that waits (warp 0 lane 0: the load warp; 128..255: the leading consumer group, 256..383
 // the trailing one), a and b (stall.h, per kind). The CTA is the one of the case's tile (CTA b
-// runs tile b at a grid of 9); never_publish: any CTA, on its own tile.
+// runs tile b: a grid of one CTA per tile); never_publish: any CTA, on its own tile.
 struct Expected {
   const char* name;
   WaitKind kind;
@@ -53,6 +53,8 @@ constexpr Expected kExpected[] = {
     {"gate", WaitKind::kSkewGate, 256, 384, 0, 0},          // gate 0, phase 0
     {"release_a", WaitKind::kSlotA, 0, 1, 1, 0},            // A stage 1, parity 0
     {"release_b0", WaitKind::kSlotB, 0, 1, 0, 1},           // B ring 0, stage 1
+    {"fill_a_128x128", WaitKind::kFullA, 128, 384, 2, 1},   // ring stage 2, phase 1
+    {"release_a_128x128", WaitKind::kSlotA, 0, 1, 1, 0},    // ring stage 1, parity 0
 };
 
 int CaseIndex(const std::string& name) {
@@ -72,7 +74,7 @@ int CaseIndex(const std::string& name) {
   const int i = CaseIndex(e.name);
   const kernels::StallCase& c = kernels::kStallCases[i];
   testbed::ProblemSpec spec;
-  spec.shape = OpShape{300, 640, 1024, 9};
+  spec.shape = OpShape{300, kN, 1024, 9};
   spec.data = testbed::DataKind::kGaussian;
   spec.gate = testbed::GatePattern::kAllValid;
   absl::StatusOr<testbed::Problem> p = testbed::GenerateProblem(spec, 3);
@@ -104,7 +106,8 @@ int CaseIndex(const std::string& name) {
     check(message.find(sentence) != std::string::npos, "the call's error: " + message);
     check(std::string(OutProjStallStatus().message()).find(sentence) != std::string::npos,
           "OutProjStallStatus: " + OutProjStallStatus().ToString());
-    const int block = c.publish ? c.mt * kNTiles + c.nt : r->m_tile * kNTiles + r->n_tile;
+    const int n_tiles = (kN + kernels::StallCaseTileN(c) - 1) / kernels::StallCaseTileN(c);
+    const int block = c.publish ? c.mt * n_tiles + c.nt : r->m_tile * n_tiles + r->n_tile;
     check(r->kind == static_cast<uint32_t>(e.kind), absl::StrFormat("kind %d", r->kind));
     check(r->block == static_cast<uint32_t>(block), absl::StrFormat("CTA %d", r->block));
     check(r->thread >= e.thread_lo && r->thread < e.thread_hi,
@@ -120,7 +123,7 @@ int CaseIndex(const std::string& name) {
     check(r->waited_ns > r->limit_ns && r->waited_ns < r->limit_ns + 100000000u,
           absl::StrFormat("waited %d ns", r->waited_ns));
     std::printf(
-        "stall case %-16s kind %d CTA %3d thread %3d a %d b %d tile (%d, %d) waited %.3f s "
+        "stall case %-18s kind %d CTA %3d thread %3d a %d b %d tile (%d, %d) waited %.3f s "
         "(limit %.3f s), call %.3f s\n  %s\n",
         e.name, r->kind, r->block, r->thread, r->a, r->b, r->m_tile, r->n_tile,
         r->waited_ns * 1e-9, r->limit_ns * 1e-9, seconds, message.c_str());

@@ -41,9 +41,14 @@ struct Withhold : Product {
 template <int kCase>
 struct CaseDispatch {
   static constexpr OutProjTile kTile = kStallCases[kCase].tile;
-  static_assert(kTile == OutProjTile::k128x256 || kTile == OutProjTile::k128x256Lockstep,
-                "the stall cases' positions assume 128 x 256 tiles of 8 k-steps");
-  using Cfg = std::conditional_t<kTile == OutProjTile::k128x256, Sm120Config, Sm120ConfigLockstep>;
+  using Cfg = std::conditional_t<
+      kTile == OutProjTile::k128x256, Sm120Config,
+      std::conditional_t<kTile == OutProjTile::k128x128, Sm120Config128, Sm120ConfigLockstep>>;
+  static_assert(kTile == OutProjTile::k128x256 || kTile == OutProjTile::k128x256Lockstep ||
+                    kTile == OutProjTile::k128x128,
+                "a registered config the cases know");
+  static_assert(Cfg::kBN == StallCaseTileN(kStallCases[kCase]) && Cfg::kBK == 128,
+                "the stall cases' positions: the test's tile grid, 8 k-steps of 128");
   template <class F>
   static auto With(KernelBuild build, OutProjTile, F&& f) {
     return WithArch<Cfg, Withhold<kCase>>(build, f);

@@ -16,14 +16,20 @@ namespace h3::kernels {
 
 struct StallCase {
   const char* name;
-  OutProjTile tile;      // k128x256 (skewed) or k128x256Lockstep: every (build, tile) runs it
+  OutProjTile tile;      // the config every (build, tile) runs for the case
   bool publish;          // false: the quantizers never publish (the load warp's kChunkReady)
   Handoff what;          // with publish: the hand-off withheld, of ring `ring` (kRingA ...)
   int ring, mt, nt, ks;  // at k-step ks of tile (mt, nt)
 };
 
-// The cases the stall test runs, each by its index in this table. Tile (1, 1) of a 3 x 3 grid of
-// tiles (M = 300, N = 640, K = 1024: 8 k-steps) unless said otherwise.
+// The columns of a tile of case c's config: the problem (M = 300, N = 640, K = 1024: 8 k-steps
+// of 128) is a 3 x 3 grid of 128 x 256 tiles, or a 3 x 5 grid of 128 x 128 ones.
+constexpr int StallCaseTileN(const StallCase& c) {
+  return c.tile == OutProjTile::k128x128 ? 128 : 256;
+}
+
+// The cases the stall test runs, each by its index in this table. Tile (1, 1) unless said
+// otherwise.
 inline constexpr StallCase kStallCases[] = {
     // Nothing published: every load warp waits on its tile's first k-chunk.
     {"never_publish", OutProjTile::k128x256, false, Handoff::kFill, kRingA, 0, 0, 0},
@@ -45,6 +51,11 @@ inline constexpr StallCase kStallCases[] = {
     // The leading group never releases its B ring's stage 4: the load warp, every other stage
     // issued, waits to refill it with stage 7 (B ring 0, stage 1).
     {"release_b0", OutProjTile::k128x256, true, Handoff::kRelease, kRingB0, 1, 1, 4},
+    // The 128 x 128 config (lockstep, one ring of 4 stages; what kAuto picks at small M on
+    // SM12x): stage 6 (ring stage 2, phase 1) never fills, all eight consumer warps wait on it.
+    {"fill_a_128x128", OutProjTile::k128x128, true, Handoff::kFill, kRingA, 1, 1, 6},
+    // No consumer releases its ring stage 1: the load warp waits to refill it with stage 5.
+    {"release_a_128x128", OutProjTile::k128x128, true, Handoff::kRelease, kRingA, 1, 1, 1},
 };
 inline constexpr int kStallCaseCount = sizeof(kStallCases) / sizeof(kStallCases[0]);
 
