@@ -88,10 +88,6 @@ def _zero():
     return 0
 
 
-def _none():
-    return None
-
-
 def _false():
     return False
 
@@ -100,14 +96,9 @@ _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or 
 _function_modes = getattr(_C, "_len_torch_function_stack", _zero)
 _dispatch_modes = getattr(_C, "_len_torch_dispatch_stack", _zero)
 _functorch = getattr(_C, "_are_functorch_transforms_active", _false)
-# torch.jit.trace: _is_tracing, a bool (half the cost of _get_tracing_state's object), where
-# torch has it.
-_jit_tracing = getattr(_C, "_is_tracing", None)
-if _jit_tracing is None:
-    _tracing_state = getattr(_C, "_get_tracing_state", _none)
-
-    def _jit_tracing():
-        return _tracing_state() is not None
+# torch.jit.trace: _is_tracing() is bool(_get_tracing_state()) at half the cost (every torch
+# this package supports has it).
+_jit_tracing = getattr(_C, "_is_tracing", _false)
 _raw_stream = getattr(_C, "_cuda_getCurrentRawStream", None)
 _inference_mode = torch.is_inference_mode_enabled
 _bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
@@ -180,7 +171,9 @@ _tls = threading.local()
 
 
 def plain_eager():
-    """True where nothing traces or compiles (the module docstring's first two points)."""
+    """True where nothing traces or compiles (the module docstring's first two points). The
+    order matters: Dynamo folds _compiling() to True, so traced code never reaches the checks
+    after it (it does not fold _is_tracing)."""
     return not (_compiling() or _function_modes() or _dispatch_modes() or _functorch()
                 or _jit_tracing())
 

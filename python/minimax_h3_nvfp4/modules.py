@@ -15,7 +15,10 @@ import numbers
 import torch
 
 from . import calibration
+from ._eager import _compiling
 from .diffusion_ops import minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4
+
+_PLAIN_GETATTRIBUTE = torch.nn.Module.__getattribute__
 
 
 class NVFP4GatedResidualLinear(torch.nn.Module):
@@ -82,32 +85,68 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
     def forward(self, x, residual, gate, gate_index, *, out=None):
         return self._gated(x, residual, gate, gate_index, out)
 
+    _x_name = "x"  # the first operand's name in errors (the seed module's: attn_out)
+
+    def _weights(self):
+        """The four buffers, straight from _buffers (nn.Module.__getattr__ is Python, ~0.3 us
+        a buffer) where attribute access is the plain one; through getattr where a buffer was
+        replaced by something else (a Parameter, a parametrization), the class answers
+        attributes itself (torch 1.13's functional_call swaps in such a class) or Dynamo traces
+        (it folds _compiling() to True first and traces plain attribute reads)."""
+        if not _compiling() and type(self).__getattribute__ is _PLAIN_GETATTRIBUTE:
+            b = self._buffers
+            try:
+                return (b["o_weight_q"], b["o_weight_sf"], b["o_weight_global_scale"],
+                        b["act_global_scale"])
+            except KeyError:
+                pass
+        return (self.o_weight_q, self.o_weight_sf, self.o_weight_global_scale,
+                self.act_global_scale)
+
+    def _check_width(self, x):
+        if x.dim() < 1 or x.shape[-1] != self.in_features:
+            self._width_error(x)
+
+    def _width_error(self, x):
+        raise ValueError("%s: %s must have shape [..., in_features] = [..., %d], got %s"
+                         % (type(self).__name__, self._x_name, self.in_features, list(x.shape)))
+
+    def _flat_out(self, t, residual):
+        """out (or residual, in place) as the op's [M, N] view of the same memory: the op
+        writes it, so a copy (reshape of a tensor that cannot be viewed) would lose the result."""
+        what = "out" if t is not residual else "residual (out, in place)"
+        if t.shape != residual.shape:
+            raise ValueError("%s: %s must have residual's shape %s, got %s"
+                             % (type(self).__name__, what, list(residual.shape), list(t.shape)))
+        if not t.is_contiguous():  # the op takes a contiguous out only
+            raise ValueError("%s: %s must be contiguous (viewable as [M, N]), got shape %s with "
+                             "strides %s" % (type(self).__name__, what, list(t.shape),
+                                             list(t.stride())))
+        return t.view(-1, self.out_features)
+
     def _gated(self, x, residual, gate, gate_index, out):
-        # The buffers straight from _buffers (nn.Module.__getattr__ is Python, ~0.3 us each),
-        # unless one was replaced by something that is not a buffer.
-        b = self._buffers
-        try:
-            q, sf, w_gs, a_gs = (b["o_weight_q"], b["o_weight_sf"], b["o_weight_global_scale"],
-                                 b["act_global_scale"])
-        except KeyError:
-            q, sf, w_gs, a_gs = (self.o_weight_q, self.o_weight_sf, self.o_weight_global_scale,
-                                 self.act_global_scale)
+        q, sf, w_gs, a_gs = self._weights()
         if gate_index.dtype != torch.int32:
             gate_index = gate_index.to(torch.int32)
         if (x.dim() == 2 and residual.dim() == 2 and gate_index.dim() == 1
                 and (out is None or out.dim() == 2)):
-            # Already the op's shapes: no views (each costs a torch call); the op checks them.
+            # Already the op's shapes: no views (each costs a torch call); the op checks them,
+            # but would blame o_weight_q for a wrong width of x.
+            if x.shape[1] != self.in_features:
+                self._width_error(x)
             return minimax_h3_nvfp4_out_proj(
                 x, q, sf, w_gs, a_gs, gate, gate_index, residual, out=out,
                 sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm, tile=self.tile)
-        k, n = self.in_features, self.out_features
+        self._check_width(x)
+        n = self.out_features
         lead = residual.shape[:-1]
-        res = residual.reshape(-1, n)
         # In place: the very same view for both, so the op sees `out is residual`.
-        dst = res if out is residual else (None if out is None else out.reshape(-1, n))
+        res = self._flat_out(residual, residual) if out is residual else residual.reshape(-1, n)
+        dst = res if out is residual else (None if out is None else self._flat_out(out, residual))
         y = minimax_h3_nvfp4_out_proj(
-            x.reshape(-1, k), q, sf, w_gs, a_gs, gate, gate_index.reshape(-1), res, out=dst,
-            sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm, tile=self.tile)
+            x.reshape(-1, self.in_features), q, sf, w_gs, a_gs, gate, gate_index.reshape(-1),
+            res, out=dst, sm90_emulation=self.sm90_emulation, cpu_gemm=self.cpu_gemm,
+            tile=self.tile)
         return y.reshape(*lead, n) if out is None else out
 
     def extra_repr(self):
@@ -122,6 +161,8 @@ class MiniMaxH3NVFP4OutProj(NVFP4GatedResidualLinear):
         proj = MiniMaxH3NVFP4OutProj.from_linear(attn.to_out[0], calibration_sample=attn_output)
         hidden = proj(attn_output, residual, gate_msa, adaln_indices)
     """
+
+    _x_name = "attn_out"
 
     def forward(self, attn_out, residual, gate, gate_index, *, out=None):
         return self._gated(attn_out, residual, gate, gate_index, out)

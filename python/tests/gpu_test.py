@@ -407,9 +407,12 @@ class CompileTest(unittest.TestCase):
         gate = torch.randn(9, 5376, dtype=torch.bfloat16, device=DEV)
         idx = torch.randint(0, 9, (2, 32), device=DEV, dtype=torch.int32)
         x = sample.reshape(2, 32, 7168)
-        torch._dynamo.reset()
-        got = torch.compile(mod, fullgraph=True, backend="aot_eager")(x, res, gate, idx)
-        np.testing.assert_array_equal(bits(got), bits(mod(x, res, gate, idx)))
+        # Leading dimensions (views) and 2-D operands (passed as they are), each compiled.
+        for xs, rs, ids in ((x, res, idx), (sample, res.reshape(64, 5376), idx.reshape(64))):
+            with self.subTest(dims=xs.dim()):
+                torch._dynamo.reset()
+                got = torch.compile(mod, fullgraph=True, backend="aot_eager")(xs, rs, gate, ids)
+                np.testing.assert_array_equal(bits(got), bits(mod(xs, rs, gate, ids)))
 
 
 @unittest.skipUnless(HAVE_CUDA, "no CUDA device")

@@ -300,6 +300,30 @@ class FastPathTest(unittest.TestCase):
                 got = self.assert_same(a, **kw)
                 self.assertEqual(got[0], "error", label)
 
+    def test_each_operand_dtype_decides_the_route(self):
+        # try_call's dtype table against its operand order: one operand of another dtype (or
+        # of no tensor type where a float is allowed) and the call is the full route's (None).
+        args = self.cases["op_exact"]
+        m, k = args[0].shape
+        n = args[1].shape[0]
+        outs = {"out": torch.empty(m, n, dtype=torch.bfloat16),
+                "act_q": torch.empty(m, k // 2, dtype=torch.uint8),
+                "act_sf": torch.empty(m, k // 16, dtype=torch.uint8)}
+        names = ["attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale",
+                 "act_global_scale", "gate", "gate_index", "residual", "out", "act_q", "act_sf"]
+
+        def call(over):
+            a = dict(zip(names, list(args) + [outs["out"], outs["act_q"], outs["act_sf"]]))
+            a.update(over)
+            return _eager.try_call(*(a[x] for x in names), 0, 0, 0)
+
+        self.assertIsNotNone(call({}))  # every operand as try_call takes it: the fast path
+        for i, name in enumerate(names):
+            with self.subTest(operand=name):
+                t = (list(args) + [outs["out"], outs["act_q"], outs["act_sf"]])[i]
+                wrong = torch.int16 if t.dtype != torch.int16 else torch.int32
+                self.assertIsNone(call({name: t.to(wrong)}))
+
     def test_plans_follow_the_shapes(self):
         # One plan per shape: alternating M and in-place calls reuse the right struct.
         args = self.cases["op_entropy"]
@@ -416,34 +440,91 @@ class ModuleTest(unittest.TestCase):
         self.assertIn("in_features=256, out_features=128", repr(a))
 
     def test_two_dimensional_operands_take_no_views(self):
-        # The op's own shapes go to it as they are (no reshape), with the same bits as the
-        # leading-dimension route, out given or in place; a buffer replaced by a Parameter
-        # still reaches the op.
+        # 2-D operands reach the op as they are (the very tensors: no views), with the bits of
+        # the leading-dimension route; a buffer replaced by a Parameter still reaches the op.
         mod = minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, act_global_scale=3.0)
         x2, res2 = self.x.reshape(-1, self.k), self.res.reshape(-1, self.n)
-        idx2 = self.idx.reshape(-1)
-        want = mod(self.x, self.res, self.gate, self.idx).reshape(-1, self.n)
-        got = mod(x2, res2, self.gate, idx2)
-        self.assertEqual(tuple(got.shape), (6, self.n))
-        self.assertTrue(torch.equal(bits_t(got), bits_t(want)))
-        out = torch.full_like(res2, float("nan"))
-        self.assertIs(mod(x2, res2, self.gate, idx2, out=out), out)
-        self.assertTrue(torch.equal(bits_t(out), bits_t(want)))
-        res = res2.clone()
-        self.assertIs(mod(x2, res, self.gate, idx2.to(torch.int32), out=res), res)
-        self.assertTrue(torch.equal(bits_t(res), bits_t(want)))
-        out3 = torch.full_like(self.res, float("nan"))  # out 3-D, the rest 2-D: the view route
-        self.assertIs(mod(x2, res2, self.gate, idx2, out=out3), out3)
-        self.assertTrue(torch.equal(bits_t(out3.reshape(-1, self.n)), bits_t(want)))
+        idx2 = self.idx.reshape(-1).to(torch.int32)
+        want = bits_t(mod(self.x, self.res, self.gate, self.idx).reshape(-1, self.n))
+        nan_out = torch.full_like(res2, float("nan"))
+        in_place = res2.clone()
+        table = [  # (label, residual, out, what out= the op must receive)
+            ("new out", res2, None, None),
+            ("out given", res2, nan_out, nan_out),
+            ("in place", in_place, in_place, in_place),
+        ]
+        from minimax_h3_nvfp4 import modules
+        for label, res, out, op_out in table:
+            with self.subTest(what=label):
+                with mock.patch.object(modules, "minimax_h3_nvfp4_out_proj",
+                                       wraps=modules.minimax_h3_nvfp4_out_proj) as op:
+                    got = mod(x2, res, self.gate, idx2, out=out)
+                args, kwargs = op.call_args
+                self.assertIs(args[0], x2)
+                self.assertIs(args[6], idx2)
+                self.assertIs(args[7], res)
+                self.assertIs(kwargs["out"], op_out)
+                if out is not None:
+                    self.assertIs(got, out)
+                self.assertTrue(torch.equal(bits_t(got), want))
         sf = mod.o_weight_sf
         del mod.o_weight_sf
         mod.o_weight_sf = torch.nn.Parameter(sf, requires_grad=False)
         self.assertNotIn("o_weight_sf", mod._buffers)
-        self.assertTrue(torch.equal(bits_t(mod(x2, res2, self.gate, idx2)), bits_t(want)))
-        # A 2-D x whose width is not K: the op's error (no silent reshape into other rows).
-        with self.assertRaisesRegex(ValueError, r"o_weight_q"):
-            mod(torch.zeros(3, 2 * self.k, dtype=torch.bfloat16), res2[:3], self.gate,
-                idx2[:3])
+        self.assertTrue(torch.equal(bits_t(mod(x2, res2, self.gate, idx2)), want))
+
+    def test_functional_call_sees_the_given_buffers(self):
+        # torch.func / stateless functional_call: the given act_global_scale, not the module's
+        # (torch 1.13 answers attributes from a swapped class, 2.x rewrites _buffers).
+        stateless = getattr(torch.func, "functional_call", None) if hasattr(torch, "func") \
+            else None
+        if stateless is None:
+            from torch.nn.utils import stateless as sl
+            stateless = sl.functional_call
+        mod = minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, act_global_scale=3.0)
+        other = minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, act_global_scale=0.5)
+        x2, res2 = self.x.reshape(-1, self.k), self.res.reshape(-1, self.n)
+        for x, res in ((x2, res2), (self.x, self.res)):  # the 2-D route and the view route
+            with self.subTest(dims=x.dim()):
+                got = stateless(mod, {"act_global_scale": other.act_global_scale},
+                                (x, res, self.gate, self.idx))
+                want = other(x, res, self.gate, self.idx)
+                self.assertTrue(torch.equal(bits_t(got), bits_t(want)))
+                self.assertFalse(torch.equal(bits_t(got), bits_t(mod(x, res, self.gate,
+                                                                     self.idx))))
+
+    def test_module_operand_errors(self):
+        # The module's own operands named: x / attn_out of the wrong width on either route,
+        # an out of another shape or one that cannot be viewed as [M, N] (the op would write a
+        # copy and the result would be lost).
+        gen = minimax_h3_nvfp4.NVFP4GatedResidualLinear(self.w, act_global_scale=3.0)
+        seed = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(self.w, act_global_scale=3.0)
+        x2, res2 = self.x.reshape(-1, self.k), self.res.reshape(-1, self.n)
+        idx2 = self.idx.reshape(-1)
+        wide = torch.zeros(6, 2 * self.k, dtype=torch.bfloat16)
+        strided_out = torch.empty(3, 2, self.n, dtype=torch.bfloat16).transpose(0, 1)
+        table = [  # (module, x, residual, out, message)
+            (gen, wide, res2, None, r"^NVFP4GatedResidualLinear: x must have shape "
+             r"\[\.\.\., in_features\] = \[\.\.\., 256\], got \[6, 512\]$"),
+            (seed, wide, res2, None, r"^MiniMaxH3NVFP4OutProj: attn_out must have shape "
+             r"\[\.\.\., in_features\] = \[\.\.\., 256\], got \[6, 512\]$"),
+            (gen, wide.reshape(2, 3, -1), self.res, None, r"^NVFP4GatedResidualLinear: x must "
+             r"have shape \[\.\.\., in_features\] = \[\.\.\., 256\], got \[2, 3, 512\]$"),
+            (gen, self.x, self.res, torch.empty(6, self.n, dtype=torch.bfloat16),
+             r"^NVFP4GatedResidualLinear: out must have residual's shape \[2, 3, 128\], got "
+             r"\[6, 128\]$"),
+            (gen, self.x, self.res, strided_out, r"^NVFP4GatedResidualLinear: out must be "
+             r"contiguous \(viewable as \[M, N\]\), got shape \[2, 3, 128\] with strides "
+             r"\[128, 256, 1\]$"),
+            (gen, self.x, strided_out, strided_out, r"^NVFP4GatedResidualLinear: residual \(out, "
+             r"in place\) must be contiguous"),
+        ]
+        for mod, x, res, out, message in table:
+            with self.subTest(message=message[:60]):
+                before = res.clone()
+                with self.assertRaisesRegex(ValueError, message):
+                    mod(x, res, self.gate, self.idx if x.dim() == 3 else idx2, out=out)
+                self.assertTrue(torch.equal(bits_t(res), bits_t(before)))
 
     def test_module_errors(self):
         lin = torch.nn.Linear(self.k, self.n, bias=True)
