@@ -10,10 +10,10 @@ per-round ratios to F.linear. Figures to read, not a test.
 
     PYTHONPATH=PKG_DIR python3 python/tests/host_breakdown.py [faithful|fast] [ROUNDS]
 """
-import ctypes, statistics, sys, time
+import ctypes, statistics, sys
 import torch
 import minimax_h3_nvfp4 as m3
-from minimax_h3_nvfp4 import _eager, _native
+from minimax_h3_nvfp4 import _eager, _native, hosttime
 
 torch.set_grad_enabled(False)
 dev = torch.device("cuda", 0)
@@ -79,14 +79,8 @@ variants = [  # (name, context of the round or None, call j)
 ]
 
 
-def one_round(fn, calls=300):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for i in range(calls):
-        fn(i % SETS)
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
+def one_round(fn):
+    return hosttime._round_us(torch, fn, SETS, 300)  # the bench's round: 300 calls, us each
 
 
 got = {name: [] for name, _, _ in variants}
