@@ -30,8 +30,10 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
 
     forward(x [..., K] bf16, residual [..., N] bf16, gate [G, N] bf16,
             gate_index [...] int32 (or any integer tensor), *, out=None) -> bf16 [..., N].
-    Leading dimensions are flattened into the op's M (views, no copies, for contiguous inputs).
-    `out` may be `residual` itself (in place).
+    Leading dimensions are flattened into the op's M (views, no copies, for contiguous inputs);
+    2-D operands go to the op as they are. `out` (residual's shape, contiguous: the op writes
+    it through a view) may be `residual` itself (in place). Errors name x (attn_out) of the
+    wrong width and an out of another shape or layout; the op's own errors the rest.
     """
 
     def __init__(self, weight, act_global_scale=None, *, calibration_sample=None,
