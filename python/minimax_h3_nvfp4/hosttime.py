@@ -38,36 +38,64 @@ def _round_us(torch, fn, copies, calls):
     return (t1 - t0) / calls * 1e6
 
 
-def eager_rows(torch, problem, op, op_new_out, rounds=11, calls=300):
-    """Host us per eager call for one problem: a dict of medians over `rounds` rounds, "op"
-    (the fast path, a new out per call: the plain call), "op_out" (out given), "full" (torch's op
-    dispatch) and "linear" (F.linear), and "ratio", the median of the rounds' op / linear.
+def interleaved_rounds(torch, variants, copies, rounds, calls=300, warmup_calls=None):
+    """{name: [host us per call, one per round]}: every variant timed once per round (one
+    _round_us), in turn, in reverse order every other round, so no variant always follows the
+    same one. This host's speed moves by up to 2x between runs a minute apart: variants timed
+    in separate phases are not comparable, within a round they are (median_ratio).
 
-    Each round times every variant once, in turn, in reverse order every other round (so no
-    variant always follows the same one): this host's speed moves by up to 2x between runs a
-    minute apart, so variants timed in separate phases are not comparable; within a round they
-    are, hence the ratio."""
-    from . import _eager
+    variants: (name, context or None, fn(i)); the context (reusable) is entered around each of
+    the variant's rounds. A warm-up round of warmup_calls (default: copies) calls per variant
+    comes first, not kept."""
+    got = {name: [] for name, _, _ in variants}
+    order = list(variants)
+    for r in range(rounds + 1):
+        for name, ctx, fn in (order if r % 2 == 0 else order[::-1]):
+            n = (warmup_calls or copies) if r == 0 else calls
+            if ctx is None:
+                v = _round_us(torch, fn, copies, n)
+            else:
+                with ctx:
+                    v = _round_us(torch, fn, copies, n)
+            if r:
+                got[name].append(v)
+    return got
+
+
+def median_ratio(a, b):
+    """The median of the rounds' ratios a[r] / b[r]."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+class _FastPath:
+    """The eager fast path on or off for a round (_eager.enabled), restored after."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def __enter__(self):
+        from . import _eager
+        self.saved, _eager.enabled = _eager.enabled, self.on
+
+    def __exit__(self, *exc):
+        from . import _eager
+        _eager.enabled = self.saved
+
+
+def eager_rows(torch, problem, op, op_new_out, rounds=11, calls=300):
+    """Host us per eager call for one problem (interleaved_rounds): a dict of medians over
+    `rounds` rounds, "op" (the fast path, a new out per call: the plain call), "op_out" (out
+    given), "full" (torch's op dispatch) and "linear" (F.linear), and "ratio", the median of the
+    rounds' op / linear."""
     lin = torch.nn.functional.linear
     linear = lambda i: lin(problem.x[i], problem.w_bf16[i])  # noqa: E731
-    # (name, the fast path on, the call)
-    variants = [("op", True, op_new_out), ("op_out", True, op), ("full", False, op),
-                ("linear", True, linear)]
-    got = {name: [] for name, _, _ in variants}
-    saved = _eager.enabled
-    try:
-        with torch.cuda.device(problem.dev):
-            for _, fast, fn in variants:  # warm-up: each route's first-call costs
-                _eager.enabled = fast
-                _round_us(torch, fn, problem.copies, problem.copies)
-            for r in range(rounds):
-                for name, fast, fn in (variants if r % 2 == 0 else variants[::-1]):
-                    _eager.enabled = fast
-                    got[name].append(_round_us(torch, fn, problem.copies, calls))
-    finally:
-        _eager.enabled = saved
+    on, off = _FastPath(True), _FastPath(False)
+    variants = [("op", on, op_new_out), ("op_out", on, op), ("full", off, op),
+                ("linear", on, linear)]
+    with torch.cuda.device(problem.dev):
+        got = interleaved_rounds(torch, variants, problem.copies, rounds, calls)
     rows = {k: statistics.median(v) for k, v in got.items()}
-    rows["ratio"] = statistics.median(a / b for a, b in zip(got["op"], got["linear"]))
+    rows["ratio"] = median_ratio(got["op"], got["linear"])
     return rows
 
 

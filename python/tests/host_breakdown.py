@@ -79,23 +79,10 @@ variants = [  # (name, context of the round or None, call j)
 ]
 
 
-def one_round(fn):
-    return hosttime._round_us(torch, fn, SETS, 300)  # the bench's round: 300 calls, us each
-
-
-got = {name: [] for name, _, _ in variants}
-for r in range(rounds + 1):  # round 0: warm-up, not kept
-    for name, ctx, fn in (variants if r % 2 == 0 else variants[::-1]):
-        if ctx is not None:
-            with ctx:
-                v = one_round(fn)
-        else:
-            v = one_round(fn)
-        if r:
-            got[name].append(v)
+# Round 0 is a whole round of warm-up (300 calls per variant), not kept.
+got = hosttime.interleaved_rounds(torch, variants, SETS, rounds, 300, warmup_calls=300)
 base = got[variants[-1][0]]
 print("host us per call, M=1, %s, torch %s, %d rounds (median; x F.linear: the median of the "
       "rounds' ratios):" % (emu, torch.__version__, rounds))
 for name, v in got.items():
-    print("  %-45s %7.1f  x%.2f" % (name, statistics.median(v),
-                                    statistics.median(a / b for a, b in zip(v, base))))
+    print("  %-45s %7.1f  x%.2f" % (name, statistics.median(v), hosttime.median_ratio(v, base)))
