@@ -1,7 +1,14 @@
 #include "harness/cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,6 +47,25 @@ void PrintHelp(absl::string_view tool) {
   absl::StrAppend(&text, "  --help\n      this text\n  --version\n      prints '", tool, " ",
                   kVersion, "'\n");
   std::fputs(text.c_str(), stdout);
+}
+
+template <typename T>
+std::string IntegerRange() {
+  return absl::StrCat("an integer from ", std::numeric_limits<T>::min(), " to ",
+                      std::numeric_limits<T>::max());
+}
+
+// What a value of the flag's type must be, for flags whose type absl parses itself: its own
+// message ("Illegal value '-1' specified for flag 'seed'") does not say what is allowed. Other
+// types keep their parser's message (`error`).
+std::string ExpectedValue(const absl::CommandLineFlag& f, const std::string& error) {
+  if (f.IsOfType<bool>()) return "true or false";
+  if (f.IsOfType<int32_t>()) return IntegerRange<int32_t>();
+  if (f.IsOfType<int64_t>()) return IntegerRange<int64_t>();
+  if (f.IsOfType<uint32_t>()) return IntegerRange<uint32_t>();
+  if (f.IsOfType<uint64_t>()) return IntegerRange<uint64_t>();
+  if (f.IsOfType<double>() || f.IsOfType<float>()) return "a number";
+  return absl::StrCat("a valid value (", error, ")");
 }
 
 int UsageError(absl::string_view tool, const std::string& what) {
@@ -100,7 +126,8 @@ std::optional<int> ParseToolFlags(absl::string_view tool, int argc, char** argv)
     }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
-      return UsageError(tool, absl::StrCat("--", flag->Name(), ": got '", value, "': ", error));
+      return UsageError(
+          tool, std::string(FlagError(flag->Name(), ExpectedValue(*flag, error), value).message()));
     }
   }
   return std::nullopt;
@@ -116,6 +143,29 @@ absl::Status FlagError(absl::string_view flag, absl::string_view expected,
                        absl::string_view given) {
   return absl::InvalidArgumentError(
       absl::StrCat("--", flag, " must be ", expected, ", got '", given, "'"));
+}
+
+absl::Status CheckOutputPath(absl::string_view flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag,
+                                                   " must be a file in an existing folder, got '",
+                                                   path, "' (no folder '", dir.string(), "')"));
+  }
+  if (fs::exists(p, ec)) {
+    if (!fs::is_regular_file(p, ec) || access(path.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be a writable file, got '",
+                                                     path, "' (exists and is not one)"));
+    }
+  } else if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be in a writable folder, got '", path,
+                     "' (cannot write to '", dir.string(), "': ", std::strerror(errno), ")"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace h3

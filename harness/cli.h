@@ -11,6 +11,7 @@
 #define H3_HARNESS_CLI_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -27,6 +28,12 @@ int PrintError(absl::string_view tool, int code, const absl::Status& s);
 // A usage error (exit status 2) for a flag value the tool checks itself:
 // "--<flag> must be <expected>, got '<given>'".
 absl::Status FlagError(absl::string_view flag, absl::string_view expected, absl::string_view given);
+
+// OK when `path`, the value of --<flag>, can be written: its folder exists and is writable, and
+// an existing file there is a writable regular file. Else a usage error in FlagError's wording
+// ("--json must be a file in an existing folder, got '...'"). Tools check output paths with it
+// before they run, so that a bad path does not cost a whole run.
+absl::Status CheckOutputPath(absl::string_view flag, const std::string& path);
 
 }  // namespace h3
 

@@ -58,8 +58,9 @@ quantize_weight (//harness:quantize_weight) makes the three o_weight_* files.
 The three results appear together or not at all: they are written into a
 temporary folder inside --out_dir and renamed into place at the end.
 Exit status: 0 on success (and for --help, --version), 1 when an input is
-missing or inconsistent or the run fails (nothing is written then), 2 for a
-usage error (unknown flag, bad flag value, missing --in_dir / --out_dir).)";
+missing or inconsistent, --backend=gpu finds no usable GPU, or the run fails
+(nothing is written then), 2 for a usage error (unknown flag, bad flag value,
+missing --in_dir / --out_dir).)";
 
 int Fail(int code, const absl::Status& s) { return h3::PrintError("op", code, s); }
 

@@ -1,5 +1,6 @@
 // Runs the real //harness:op and //harness:quantize_weight binaries on tiny
-// generated cases, on the golden op case of testdata/, and on bad inputs.
+// generated cases, on the golden op case of testdata/, and on bad inputs; and
+// //harness:sweep and //harness:probe on bad command lines.
 
 #include <sys/wait.h>
 
@@ -53,9 +54,11 @@ struct ToolRun {
 // Runs `tool` with `args` as if started in `cwd` under `bazel run`
 // (BUILD_WORKING_DIRECTORY = cwd), from another working directory.
 ToolRun RunTool(const std::string& tool, const std::string& args, const std::string& cwd) {
+  const bool own_package = tool == "sweep" || tool == "probe";
   const std::string cmd = absl::StrCat(
       "cd / && BUILD_WORKING_DIRECTORY='", cwd, "' '",
-      Runfile(tool == "sweep" ? "harness/sweep/sweep" : "harness/" + tool), "' ", args, " 2>&1");
+      Runfile(own_package ? absl::StrCat("harness/", tool, "/", tool) : "harness/" + tool), "' ",
+      args, " 2>&1");
   FILE* p = popen(cmd.c_str(), "r");
   ToolRun r{-1, ""};
   if (p == nullptr) return r;
@@ -427,12 +430,25 @@ TEST(ToolsTest, UsageErrors) {
        "sweep: error: --report must be a path ending in .csv or .json, got"},
       {"sweep", "--report=res/sub/r.json",
        "sweep: error: --report must be a file in an existing folder"},
-      {"sweep", "--seed=abc", "sweep: error: --seed: got 'abc'"},
+      {"sweep", "--seed=abc",
+       "sweep: error: --seed must be an integer from 0 to 18446744073709551615, got 'abc'"},
+      {"sweep", "--seed=-1",
+       "sweep: error: --seed must be an integer from 0 to 18446744073709551615, got '-1'"},
+      {"sweep", "--full=maybe", "sweep: error: --full must be true or false, got 'maybe'"},
+      // With --list: flags are checked before anything, even a listing, is done.
+      {"sweep", "--threads=-2 --list",
+       "sweep: error: --threads must be >= 1, or 0 for all cores, got '-2'"},
       {"sweep", "--extra_m=12,-1",
        "sweep: error: --extra_m must be comma-separated integers >= 0, got '-1'"},
       {"sweep", "--sample_rows=1", "sweep: error: --sample_rows must be >= 2, got '1'"},
       {"sweep", "--backend=tpu",
        "sweep: error: --backend must be auto, gpu or emulator, got 'tpu'"},
+      // Checked before the probe runs: the message, not a report, comes first.
+      {"probe", "--json=res/p.json",
+       "probe: error: --json must be a file in an existing folder, got '"},
+      {"probe", "--max_failures=all",
+       "probe: error: --max_failures must be an integer from -2147483648 to 2147483647, got "
+       "'all'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
@@ -444,7 +460,7 @@ TEST(ToolsTest, UsageErrors) {
 }
 
 TEST(ToolsTest, HelpAndVersionExitZero) {
-  for (const std::string tool : {"op", "quantize_weight", "sweep"}) {
+  for (const std::string tool : {"op", "quantize_weight", "sweep", "probe"}) {
     SCOPED_TRACE(tool);
     ToolRun v = RunTool(tool, "--version", Tmp());
     EXPECT_EQ(v.code, 0);
@@ -530,6 +546,32 @@ TEST(ToolsTest, QuantizeWeightBadInputs) {
     SCOPED_TRACE(c.file);
     ToolRun r =
         RunTool("quantize_weight", absl::StrCat("--weight=", c.file, " --out_dir=res"), dir);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message));
+    EXPECT_FALSE(fs::exists(dir + "/res"));
+  }
+}
+
+// --backend=gpu on a machine without a GPU is a failed run (exit status 1), not a usage error,
+// in every tool. Only where there is no driver node, as here and in CI.
+TEST(ToolsTest, GpuBackendWithoutGpu) {
+  if (fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0")) {
+    GTEST_SKIP() << "this machine has an NVIDIA driver";
+  }
+  const std::string dir = Tmp() + "/nogpu";
+  MakeCase(dir);
+  struct Case {
+    std::string tool, args, message;
+  };
+  const std::vector<Case> cases = {
+      {"probe", "--backend=gpu", "probe: error: --backend=gpu: no NVIDIA driver or GPU found"},
+      {"sweep", "--backend=gpu", "sweep: error: --backend=gpu: no NVIDIA driver or GPU found"},
+      {"op", "--backend=gpu --in_dir=. --out_dir=res",
+       "op: error: --backend=gpu: no NVIDIA driver or GPU found"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tool);
+    ToolRun r = RunTool(c.tool, c.args, dir);
     EXPECT_EQ(r.code, 1) << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.message));
     EXPECT_FALSE(fs::exists(dir + "/res"));

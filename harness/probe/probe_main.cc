@@ -16,7 +16,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "harness/cli.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/probe_device.h"
@@ -24,7 +26,7 @@
 
 ABSL_FLAG(std::string, backend, "auto",
           "auto: the current CUDA device, or the CPU model when there is none (a self-check of "
-          "the probe; it measures nothing); gpu: the current CUDA device (exit 2 without one); "
+          "the probe; it measures nothing); gpu: the current CUDA device (exit 1 without one); "
           "model: the contract's CPU model");
 ABSL_FLAG(std::string, json, "",
           "also write the report as JSON to this path (relative to where the command ran)");
@@ -38,7 +40,9 @@ int Main(int argc, char** argv) {
       "The first-contact probe of the SM120 block-scaled MMA and e2m1 conversion against "
       "docs/contract.md.\n"
       "Usage: probe [--backend=auto|gpu|model] [--json=PATH] [--max_failures=N]\n"
-      "Exit status: 0 when every check passes, 1 when one fails, 2 on bad flags or no device.");
+      "Exit status: 0 when every check passes, 1 when one fails or the device cannot run the\n"
+      "probe (--backend=gpu without a usable GPU), 2 on bad flags (a --json path that cannot be\n"
+      "written: checked before anything runs).");
   if (std::optional<int> code = ParseToolFlags("probe", argc, argv)) return *code;
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend != "auto" && backend != "gpu" && backend != "model") {
@@ -49,6 +53,14 @@ int Main(int argc, char** argv) {
   if (options.max_failures < 0) {
     return PrintError("probe", 2,
                       FlagError("max_failures", ">= 0", std::to_string(options.max_failures)));
+  }
+  // The report's path is checked now, not after the whole probe has run.
+  std::string json_path;
+  if (const std::string json = absl::GetFlag(FLAGS_json); !json.empty()) {
+    json_path = ResolveUserPath(json);
+    if (absl::Status st = CheckOutputPath("json", json_path); !st.ok()) {
+      return PrintError("probe", 2, st);
+    }
   }
 
   const ProbeCases cases = BuildCases();
@@ -66,20 +78,23 @@ int Main(int argc, char** argv) {
           std::string(gpu.status().message()).c_str());
       results = RunModelDevice(cases);
     } else {
-      return PrintError("probe", 2, gpu.status());
+      return PrintError("probe", 1,
+                        absl::Status(gpu.status().code(), absl::StrCat("--backend=", backend, ": ",
+                                                                       gpu.status().message())));
     }
   }
   const Report report = Judge(cases, results, options);
   std::fputs(FormatReport(report).c_str(), stdout);
-  const std::string json = absl::GetFlag(FLAGS_json);
-  if (!json.empty()) {
-    const std::string path = ResolveUserPath(json);
-    std::ofstream f(path);
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
     f << ReportJson(report);
+    f.close();
     if (!f) {
-      return PrintError("probe", 2, FlagError("json", "a writable file path", path));
+      return PrintError(
+          "probe", 1,
+          absl::InternalError(absl::StrCat("--json: writing '", json_path, "' failed")));
     }
-    std::printf("JSON report: %s\n", path.c_str());
+    std::printf("JSON report: %s\n", json_path.c_str());
   }
   return report.passed() ? 0 : 1;
 }

@@ -1,12 +1,7 @@
 #include "harness/sweep/report.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -14,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "harness/cli.h"
 
 namespace h3::sweep {
 
@@ -115,26 +111,7 @@ absl::Status CheckReportPath(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("--report must be a path ending in .csv or .json, got '", path, "'"));
   }
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--report must be a file in an existing folder, got '", path, "' (no folder '",
-                     dir.string(), "')"));
-  }
-  if (fs::exists(p, ec)) {
-    if (!fs::is_regular_file(p, ec) || access(path.c_str(), W_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--report must be a writable file, got '",
-                                                     path, "' (exists and is not one)"));
-    }
-  } else if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--report must be in a writable folder, got '",
-                                                   path, "' (cannot write to '", dir.string(),
-                                                   "': ", std::strerror(errno), ")"));
-  }
-  return absl::OkStatus();
+  return CheckOutputPath("report", path);
 }
 
 absl::Status WriteReport(const std::string& path, absl::Span<const CaseResult> results,

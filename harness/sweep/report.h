@@ -21,8 +21,8 @@ std::string SummaryTable(absl::Span<const CaseResult> results);
 std::string ToCsv(absl::Span<const CaseResult> results);
 std::string ToJson(absl::Span<const CaseResult> results, const std::string& backend);
 
-// OK when `path` ends in .csv or .json and can be written (its folder exists and is writable; an
-// existing file is a writable regular file); else an InvalidArgument naming --report.
+// OK when `path` ends in .csv or .json and can be written (harness/cli.h CheckOutputPath);
+// else an InvalidArgument naming --report.
 absl::Status CheckReportPath(const std::string& path);
 
 // Writes CSV when `path` ends in .csv, JSON when it ends in .json (CheckReportPath first).

@@ -74,8 +74,9 @@ int Main(int argc, char** argv) {
       "Usage: sweep [--backend=auto|gpu|emulator] [--filter=REGEX] [--seed=N] "
       "[--extra_m=M1,M2] [--report=PATH.csv|.json] [--full] [--list]\n"
       "Exit status: 0 when every case that ran passed and at least one ran (skips are listed),\n"
-      "1 on any failure or when every case was skipped, 2 on bad flags (a --filter that matches\n"
-      "no case, a --report path that cannot be written: checked before anything runs).");
+      "1 on any failure, when every case was skipped, or when --backend=gpu finds no usable GPU,\n"
+      "2 on bad flags (a --filter that matches no case, a --report path that cannot be written:\n"
+      "checked before anything runs).");
   if (std::optional<int> code = ParseToolFlags("sweep", argc, argv)) return *code;
   auto usage_error = [](const absl::Status& s) { return PrintError("sweep", 2, s); };
 
@@ -84,8 +85,12 @@ int Main(int argc, char** argv) {
   options.full = absl::GetFlag(FLAGS_full);
   options.sample_rows = absl::GetFlag(FLAGS_sample_rows);
   options.threads = absl::GetFlag(FLAGS_threads);
-  if (options.threads <= 0) {
-    options.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (options.threads < 0) {
+    return usage_error(
+        FlagError("threads", ">= 1, or 0 for all cores", absl::StrCat(options.threads)));
+  }
+  if (options.threads == 0) {
+    options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   if (options.sample_rows < 2) {
     return usage_error(FlagError("sample_rows", ">= 2", absl::StrCat(options.sample_rows)));
