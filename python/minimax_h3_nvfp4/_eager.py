@@ -389,6 +389,11 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     w_is_tensor = type(w_gs) in _PLAIN
     if not w_is_tensor and type(w_gs) is not float:
         return None
+    # A required operand missing is the full route's TypeError. Checked before `in_place`: a
+    # missing residual and a missing out are two absent operands, not an in-place call.
+    if (o_weight_q is None or o_weight_sf is None or act_global_scale is None or gate is None
+            or gate_index is None or residual is None):
+        return None
     in_place = out is residual
     if cuda and (act_q is None) != (act_sf is None):
         return None  # the GPU's error (both or neither), through the full route
@@ -402,7 +407,7 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         for t, dtypes in zip((attn_out, o_weight_q, o_weight_sf, act_global_scale, gate,
                               gate_index, residual, w_gs if w_is_tensor else None, out, act_q,
                               act_sf), _DTYPES):
-            if t is None:
+            if t is None:  # an optional operand not given (required ones are checked above)
                 continue
             if (type(t) not in _PLAIN or t.dtype not in dtypes or t.layout is not _STRIDED
                     or t.device != device or not t.is_contiguous()

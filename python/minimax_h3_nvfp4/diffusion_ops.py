@@ -88,6 +88,20 @@ def _check_rank2(fn, name, shape, symbolic):
                                                                   _shape_str(shape)))
 
 
+def _check_weight_shape(shape):
+    """The weight's [N, K] as the op will take it. The contract's quantizer (section 5) takes
+    any K that is a multiple of 16, but the op then refuses a K that is not a multiple of 64:
+    a weight it could not be used with is refused here, naming the op's rule."""
+    _check_rank2(_QUANTIZER, "weight", shape, "[N, K]")
+    n, k = (int(d) for d in shape)
+    if n < 1 or k < 64 or k % 64:
+        raise ValueError(_msg(_QUANTIZER, "weight",
+                              "[N, K] with N >= 1 and K a positive multiple of 64, as the op "
+                              "takes it (the GPU kernel: also K % 256 == 0, N % 128 == 0)",
+                              "shape %s" % _shape_str(shape)))
+    return n, k
+
+
 def _sf_shape(n, k):
     """The swizzled weight scales' 2-D shape: [round_up(N,128), round_up(K/16,4)]."""
     return ((n + 127) // 128 * 128, ((k + 15) // 16 + 3) // 4 * 4)
@@ -353,8 +367,7 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
 
 def _quantize_weight_cuda(weight, is_f32):
     """The GPU quantizer on a CUDA weight: outputs on its device, w_gs as a [1] tensor there."""
-    _check_rank2(_QUANTIZER, "weight", tuple(weight.shape), "[N, K]")
-    n, k = weight.shape
+    n, k = _check_weight_shape(tuple(weight.shape))
     w = weight.detach()
     if not w.is_contiguous() or w.data_ptr() % 16 != 0:
         w = w.clone(memory_format=_torch.contiguous_format)  # a fresh, aligned copy
@@ -386,7 +399,8 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
     Raises:
       TypeError: weight is not a torch tensor or NumPy array of bf16 (NumPy: uint16 bit
         patterns or ml_dtypes.bfloat16) or float32.
-      ValueError: weight is not 2-D, K is not a positive multiple of 16, a value is not finite,
+      ValueError: weight is not 2-D, N is 0, K is not a positive multiple of 64 (what the op
+        takes; the contract's quantizer alone would take 16), a value is not finite,
         or the global scale 2688 / amax would overflow float32.
       RuntimeError (CUDA weights): a CUDA error, an unsupported GPU, the current stream being
         captured.
@@ -413,8 +427,7 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
     else:
         raise TypeError(_msg(_QUANTIZER, "weight", "a torch.Tensor or a numpy.ndarray",
                              _kind_of(weight)))
-    _check_rank2(_QUANTIZER, "weight", w.shape, "[N, K]")
-    n, k = w.shape
+    n, k = _check_weight_shape(w.shape)
     q = np.zeros((n, k // 2), dtype=np.uint8)
     sf = np.zeros(_sf_shape(n, k), dtype=np.uint8)
     gs = ctypes.c_float(0.0)

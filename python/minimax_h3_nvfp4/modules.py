@@ -126,8 +126,21 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
                                              list(t.stride())))
         return t.view(-1, self.out_features)
 
+    def _operand_error(self, x, residual, gate, gate_index, out):
+        """A TypeError naming the first operand that is not a tensor (None included; out may
+        be None)."""
+        for name, t in ((self._x_name, x), ("residual", residual), ("gate", gate),
+                        ("gate_index", gate_index), ("out", out)):
+            if not isinstance(t, torch.Tensor) and (name != "out" or t is not None):
+                raise TypeError("%s: %s must be a torch.Tensor, got %s"
+                                % (type(self).__name__, name, type(t).__name__))
+
     def _gated(self, x, residual, gate, gate_index, out):
         q, sf, w_gs, a_gs = self._weights()
+        if not (isinstance(x, torch.Tensor) and isinstance(residual, torch.Tensor)
+                and isinstance(gate, torch.Tensor) and isinstance(gate_index, torch.Tensor)
+                and (out is None or isinstance(out, torch.Tensor))):
+            self._operand_error(x, residual, gate, gate_index, out)
         if gate_index.dtype != torch.int32:
             gate_index = gate_index.to(torch.int32)
         if (x.dim() == 2 and residual.dim() == 2 and gate_index.dim() == 1

@@ -57,12 +57,35 @@ bool HasShape(const H3Array& a, std::initializer_list<int64_t> want) {
   return true;
 }
 
-// "<name> must have shape [M, N] = [37, 128], got [37, 64]".
+struct Dims {
+  int64_t m, n, k, g;
+};
+
+// Where the symbols `which` ("M", "N", "K", in any combination) come from, for a message: an
+// error in the operand that fixed M, N or K must not be read as one in the operand named.
+std::string SymbolSources(const Dims& d, const std::string& which) {
+  std::vector<std::string> parts;
+  const bool m = which.find('M') != std::string::npos, k = which.find('K') != std::string::npos;
+  if (m && k) parts.push_back(absl::StrFormat("M = %d, K = %d from attn_out [M, K]", d.m, d.k));
+  if (m && !k) parts.push_back(absl::StrFormat("M = %d from attn_out [M, K]", d.m));
+  if (!m && k) parts.push_back(absl::StrFormat("K = %d from attn_out [M, K]", d.k));
+  if (which.find('N') != std::string::npos) {
+    parts.push_back(absl::StrFormat("N = %d from o_weight_q [N, K/2]", d.n));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// "<name> must have shape [M, N] = [37, 128] (M = 37 from attn_out [M, K], N = 128 from
+// o_weight_q [N, K/2]), got [37, 64]"; the sources of the symbols in `which`, and `hint`, are
+// formatted only on an error (this runs on every call).
 absl::Status CheckShape(const char* name, const H3Array& a, const char* symbolic,
-                        std::initializer_list<int64_t> want) {
+                        std::initializer_list<int64_t> want, const Dims& d, const char* which,
+                        const char* hint = "") {
   if (HasShape(a, want)) return absl::OkStatus();
   return Invalid("minimax_h3_nvfp4_out_proj: %s must have shape %s, got %s", name,
-                 absl::StrCat(symbolic, " = [", absl::StrJoin(want, ", "), "]"), ShapeStr(a));
+                 absl::StrCat(symbolic, " = [", absl::StrJoin(want, ", "), "] (",
+                              SymbolSources(d, which), hint, ")"),
+                 ShapeStr(a));
 }
 
 absl::Status CheckRank(const char* name, const H3Array& a, int64_t ndim, const char* symbolic) {
@@ -76,10 +99,6 @@ absl::Status CheckOneElement(const char* name, const H3Array& a) {
   return Invalid("minimax_h3_nvfp4_out_proj: %s must be %s, got shape %s", name,
                  "one float32 ([1] or a scalar)", ShapeStr(a));
 }
-
-struct Dims {
-  int64_t m, n, k, g;
-};
 
 // The operands' shapes against each other: M, K from attn_out, N from o_weight_q, G from gate.
 // `backend_shape` validates (m, n, k, g) with the backend's own rule, between deriving them and
@@ -117,13 +136,20 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
   d->g = a->gate.shape[0];
   if (!(s = backend_shape(*d)).ok()) return s;
   const int64_t m = d->m, n = d->n, k = d->k, g = d->g;
-  if (!(s = CheckShape("o_weight_q", a->o_weight_q, "[N, K/2]", {n, k / 2})).ok()) return s;
+  // A weight given transposed ([K/2, N]) is said so: N is read from its rows, so the
+  // expected shape alone would show a K/2 that looks right.
+  const bool transposed = a->o_weight_q.shape[0] == k / 2 && a->o_weight_q.shape[1] != k / 2;
+  if (!(s = CheckShape("o_weight_q", a->o_weight_q, "[N, K/2]", {n, k / 2}, *d, "K",
+                       transposed ? "; is it transposed? o_weight_q is [N, K/2]" : ""))
+           .ok()) {
+    return s;
+  }
   const int64_t sf_bytes = h3::SwizzledScaleBytes(n, k / 16);
   if (Numel(a->o_weight_sf) != sf_bytes || a->o_weight_sf.ndim < 1 || a->o_weight_sf.ndim > 4) {
     return Invalid(
         "minimax_h3_nvfp4_out_proj: %s must be %s, got %s", "o_weight_sf",
-        absl::StrFormat("round_up(N,128) * round_up(K/16,4) = %d bytes (N = %d, K = %d)", sf_bytes,
-                        n, k),
+        absl::StrFormat("round_up(N,128) * round_up(K/16,4) = %d bytes (%s)", sf_bytes,
+                        SymbolSources(*d, "NK")),
         absl::StrFormat("%d bytes (shape %s)", Numel(a->o_weight_sf), ShapeStr(a->o_weight_sf)));
   }
   if (a->o_weight_global_scale.data != nullptr &&
@@ -131,19 +157,19 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
     return s;
   }
   if (!(s = CheckOneElement("act_global_scale", a->act_global_scale)).ok()) return s;
-  if (!(s = CheckShape("gate", a->gate, "[G, N]", {g, n})).ok()) return s;
-  if (!(s = CheckShape("gate_index", a->gate_index, "[M]", {m})).ok()) return s;
+  if (!(s = CheckShape("gate", a->gate, "[G, N]", {g, n}, *d, "N")).ok()) return s;
+  if (!(s = CheckShape("gate_index", a->gate_index, "[M]", {m}, *d, "M")).ok()) return s;
   if (a->residual.data != nullptr &&
-      !(s = CheckShape("residual", a->residual, "[M, N]", {m, n})).ok()) {
+      !(s = CheckShape("residual", a->residual, "[M, N]", {m, n}, *d, "MN")).ok()) {
     return s;
   }
-  if (!(s = CheckShape("out", a->out, "[M, N]", {m, n})).ok()) return s;
+  if (!(s = CheckShape("out", a->out, "[M, N]", {m, n}, *d, "MN")).ok()) return s;
   if (a->act_q.data != nullptr &&
-      !(s = CheckShape("act_q", a->act_q, "[M, K/2]", {m, k / 2})).ok()) {
+      !(s = CheckShape("act_q", a->act_q, "[M, K/2]", {m, k / 2}, *d, "MK")).ok()) {
     return s;
   }
   if (a->act_sf.data != nullptr &&
-      !(s = CheckShape("act_sf", a->act_sf, "[M, K/16]", {m, k / 16})).ok()) {
+      !(s = CheckShape("act_sf", a->act_sf, "[M, K/16]", {m, k / 16}, *d, "MK")).ok()) {
     return s;
   }
   return absl::OkStatus();

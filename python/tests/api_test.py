@@ -251,6 +251,20 @@ class BuffersTest(unittest.TestCase):
         np.testing.assert_array_equal(fast[outside], args[7][outside])
 
 
+def c_abi_quantize(w):
+    """h3_quantize_weight_cpu itself (contract section 5, any K % 16 == 0): (q, sf, gs)."""
+    from minimax_h3_nvfp4 import _native
+    n, k = w.shape
+    q = np.zeros((n, k // 2), np.uint8)
+    sf = np.zeros(((n + 127) // 128 * 128, ((k + 15) // 16 + 3) // 4 * 4), np.uint8)
+    gs = ctypes.c_float(0.0)
+    wa, qa, sfa = (_native.make_array(x.ctypes.data, x.shape) for x in (w, q, sf))
+    _native.check(_native.lib().h3_quantize_weight_cpu(
+        ctypes.byref(wa), 1 if w.dtype == np.float32 else 0, ctypes.byref(qa), ctypes.byref(sfa),
+        ctypes.byref(gs)))
+    return q, sf, np.array([gs.value], np.float32)
+
+
 class WeightQuantizerTest(unittest.TestCase):
     """quantize_minimax_h3_o_weight_nvfp4 against testdata's section-5 goldens, bit for bit."""
 
@@ -261,7 +275,14 @@ class WeightQuantizerTest(unittest.TestCase):
             with self.subTest(case=case):
                 g = {x: np.load(os.path.join(d, "%s_%s.npy" % (case, x)))
                      for x in ("w", "q", "sf", "gs")}
-                q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(g["w"])
+                if g["w"].shape[1] % 64 == 0:
+                    q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(g["w"])
+                else:
+                    # The contract's quantizer takes K % 16 == 0 (section 5); the Python API
+                    # refuses a K the op cannot use, so the C ABI's quantizer is held to it.
+                    with self.assertRaisesRegex(ValueError, r"K a positive multiple of 64"):
+                        quantize_minimax_h3_o_weight_nvfp4(g["w"])
+                    q, sf, gs = c_abi_quantize(g["w"])
                 self.assertEqual((q.dtype, sf.dtype, gs.dtype),
                                  (np.dtype(np.uint8), np.dtype(np.uint8), np.dtype(np.float32)))
                 np.testing.assert_array_equal(q, g["q"])
@@ -299,6 +320,34 @@ class Bf16Test(unittest.TestCase):
                                       np.array([np.float32(2688) / np.float32(3)], np.float32))
         np.testing.assert_array_equal(calibration.act_global_scale(np.zeros((2, 2), np.uint16)),
                                       np.array([1.0], np.float32))
+
+    def test_calibration_refuses_bad_samples(self):
+        # A sample that cannot calibrate: NaN once gave a scale of 1, inf one of 0 (refused by
+        # the op only later), an int64 sample 2688; each is refused here, naming it.
+        nan_bf16 = bf16.from_float32(np.array([[1.0, np.nan], [2.0, 3.0]], np.float32))
+        inf_f32 = np.array([1.0, -np.inf, np.inf], np.float32)
+        f = "act_global_scale: "
+        rows = [  # (what, sample, exception, message regex)
+            ("NaN in bf16", nan_bf16, ValueError,
+             r"^%ssample must be finite, got 1 non-finite of 4 values \(the first at index "
+             r"\[0, 1\]\)$" % f),
+            ("inf in float32", inf_f32, ValueError,
+             r"^%ssample must be finite, got 2 non-finite of 3 values \(the first at index "
+             r"\[1\]\)$" % f),
+            ("int64", np.arange(4, dtype=np.int64), TypeError,
+             r"^%ssample must be bfloat16 \(uint16 bit patterns or ml_dtypes.bfloat16\), "
+             r"float16 or float32, got int64$" % f),
+            ("float64", np.ones(4), TypeError, r"float16 or float32, got float64$"),
+            ("amax overflows the scale", np.full(3, 1e-38, np.float32), ValueError,
+             r"^%ssample's amax must be >= 2688 / FLT_MAX \(the scale 2688 / amax must be a "
+             r"finite float32\), got amax 9\.99.*e-39$" % f),
+            ("a list", [1.0], TypeError,
+             r"^%ssample must be a torch.Tensor or a numpy.ndarray, got list$" % f),
+        ]
+        for what, sample, exc, pattern in rows:
+            with self.subTest(what):
+                with self.assertRaisesRegex(exc, pattern):
+                    calibration.act_global_scale(sample)
 
 
 class ErrorTest(unittest.TestCase):
@@ -353,21 +402,25 @@ class ErrorTest(unittest.TestCase):
     def test_value_errors_shapes(self):
         c = self.c
         msg = self.call(ValueError, "residual", {"residual": c["residual"][:, :64].copy()})
-        self.assertEqual(msg, "%s: residual must have shape [M, N] = [37, 128], got [37, 64]" % OP)
-        self.call(ValueError, r"^%s: gate must have shape \[G, N\] = \[9, 128\], got \[9, 64\]$"
-                  % OP, {"gate": c["gate"][:, :64].copy()})
-        self.call(ValueError, r"gate_index must have shape \[M\] = \[37\], got \[36\]",
+        self.assertEqual(msg, "%s: residual must have shape [M, N] = [37, 128] (M = 37 from "
+                         "attn_out [M, K], N = 128 from o_weight_q [N, K/2]), got [37, 64]" % OP)
+        self.call(ValueError, r"^%s: gate must have shape \[G, N\] = \[9, 128\] \(N = 128 from "
+                  r"o_weight_q \[N, K/2\]\), got \[9, 64\]$" % OP, {"gate": c["gate"][:, :64].copy()})
+        self.call(ValueError, r"gate_index must have shape \[M\] = \[37\] \(M = 37 from attn_out "
+                  r"\[M, K\]\), got \[36\]",
                   {"gate_index": c["gate_index"][:36].copy()})
         self.call(ValueError, r"o_weight_sf must be round_up\(N,128\) \* round_up\(K/16,4\) = "
-                  r"2048 bytes \(N = 128, K = 256\), got 1024 bytes",
+                  r"2048 bytes \(K = 256 from attn_out \[M, K\], N = 128 from o_weight_q "
+                  r"\[N, K/2\]\), got 1024 bytes",
                   {"o_weight_sf": c["o_weight_sf"][:64].copy()})
         self.call(ValueError, r"^%s: attn_out must be 2-D \[M, K\], got shape \[9472\]$" % OP,
                   {"attn_out": c["attn_out"].reshape(-1)})
         self.call(ValueError, r"^%s: shape.k \(the columns K of attn_out \[M, K\]\) must be a "
                   r"positive multiple of 64, got 96$" % OP, {"attn_out": c["attn_out"][:, :96].copy()})
-        self.call(ValueError, r"out must have shape \[M, N\] = \[37, 128\], got \[37, 127\]",
+        self.call(ValueError, r"out must have shape \[M, N\] = \[37, 128\] \(.*\), got \[37, 127\]",
                   out=np.zeros((37, 127), np.uint16))
-        self.call(ValueError, r"act_q must have shape \[M, K/2\] = \[37, 128\], got \[37, 64\]",
+        self.call(ValueError, r"act_q must have shape \[M, K/2\] = \[37, 128\] \(M = 37, K = 256 "
+                  r"from attn_out \[M, K\]\), got \[37, 64\]",
                   act_q=np.zeros((37, 64), np.uint8))
         self.call(ValueError, r"act_global_scale must be one float32 \(\[1\] or a scalar\), "
                   r"got shape \[2\]", {"act_global_scale": np.ones(2, np.float32)})
@@ -392,7 +445,8 @@ class ErrorTest(unittest.TestCase):
              r"^%s: residual must have at most 4 dimensions, got shape \[37, 2, 2, 4, 8\]" % OP),
             ("o_weight_sf wrong size, 3-D", {"o_weight_sf": c["o_weight_sf"].reshape(2, 32, 32)[:1]},
              {}, ValueError, r"o_weight_sf must be round_up\(N,128\) \* round_up\(K/16,4\) = 2048 "
-             r"bytes \(N = 128, K = 256\), got 1024 bytes \(shape \[1, 32, 32\]\)"),
+             r"bytes \(K = 256 from attn_out \[M, K\], N = 128 from o_weight_q \[N, K/2\]\), got "
+             r"1024 bytes \(shape \[1, 32, 32\]\)"),
             ("gate_index int64", {"gate_index": c["gate_index"].astype(np.int64)}, {}, TypeError,
              r"^%s: gate_index must be of dtype int32, got int64$" % OP),
             ("gate_index float64", {"gate_index": c["gate_index"].astype(np.float64)}, {},
@@ -401,7 +455,39 @@ class ErrorTest(unittest.TestCase):
              r"^%s: gate must be of dtype bfloat16 \(uint16 bit patterns or ml_dtypes.bfloat16\), "
              r"got float32$" % OP),
             ("act_q 3-D", {}, {"act_q": np.zeros((37, 2, 64), np.uint8)}, ValueError,
-             r"^%s: act_q must have shape \[M, K/2\] = \[37, 128\], got \[37, 2, 64\]$" % OP),
+             r"^%s: act_q must have shape \[M, K/2\] = \[37, 128\] \(M = 37, K = 256 from attn_out "
+             r"\[M, K\]\), got \[37, 2, 64\]$" % OP),
+            # A transposed weight: K/2 looks right in the expected shape, so the message says
+            # where K came from and asks.
+            # (N = 64 here, so that the transpose [K/2, N] = [128, 64] differs from [N, K/2].)
+            ("o_weight_q transposed", {"o_weight_q": np.zeros((128, 64), np.uint8)}, {},
+             ValueError, r"^%s: o_weight_q must have shape \[N, K/2\] = \[128, 128\] \(K = 256 "
+             r"from attn_out \[M, K\]; is it transposed\? o_weight_q is \[N, K/2\]\), got "
+             r"\[128, 64\]$" % OP),
+            # attn_out of another K: the message names attn_out as the source of K.
+            ("attn_out K = 320", {"attn_out": np.zeros((37, 320), np.uint16)}, {}, ValueError,
+             r"^%s: o_weight_q must have shape \[N, K/2\] = \[128, 160\] \(K = 320 from attn_out "
+             r"\[M, K\]\), got \[128, 128\]$" % OP),
+            # A missing operand (None) is a TypeError naming it; residual=None never means
+            # "in place" (two absent operands are not an alias).
+            ("residual None", {"residual": None}, {}, TypeError,
+             r"^%s: residual must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
+            ("residual None, out None", {"residual": None}, {"out": None}, TypeError,
+             r"^%s: residual must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
+            ("o_weight_q None", {"o_weight_q": None}, {}, TypeError,
+             r"^%s: o_weight_q must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
+            ("o_weight_sf None", {"o_weight_sf": None}, {}, TypeError,
+             r"^%s: o_weight_sf must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
+            ("o_weight_global_scale None", {"o_weight_global_scale": None}, {}, TypeError,
+             r"^%s: o_weight_global_scale must be a float or a float32 numpy.ndarray of one "
+             r"element, got NoneType$" % OP),
+            ("act_global_scale None", {"act_global_scale": None}, {}, TypeError,
+             r"^%s: act_global_scale must be a float or a float32 numpy.ndarray of one element, "
+             r"got NoneType$" % OP),
+            ("gate None", {"gate": None}, {}, TypeError,
+             r"^%s: gate must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
+            ("gate_index None", {"gate_index": None}, {}, TypeError,
+             r"^%s: gate_index must be a numpy.ndarray \(like attn_out\), got NoneType$" % OP),
             ("gate 1-D", {"gate": c["gate"].reshape(-1)}, {}, ValueError,
              r"^%s: gate must be 2-D \[G, N\], got shape \[1152\]$" % OP),
             ("act_global_scale inf", {"act_global_scale": np.full(1, np.inf, np.float32)}, {},
@@ -479,9 +565,13 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight "
                                     r"must be 2-D \[N, K\], got shape \[64\]$"):
             quantize_minimax_h3_o_weight_nvfp4(np.zeros(64, np.float32))
-        with self.assertRaisesRegex(ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight k: "
-                                    r"expected a positive multiple of 16, got 40$"):
-            quantize_minimax_h3_o_weight_nvfp4(np.zeros((4, 40), np.float32))
+        # A weight the op could not use is refused at quantization, naming the op's rule.
+        for shape in ((4, 40), (4, 48), (4, 0), (0, 64), (4, 96)):
+            with self.subTest(shape=shape), self.assertRaisesRegex(
+                    ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight must be \[N, K\] "
+                    r"with N >= 1 and K a positive multiple of 64, as the op takes it \(the GPU "
+                    r"kernel: also K %% 256 == 0, N %% 128 == 0\), got shape \[%d, %d\]$" % shape):
+                quantize_minimax_h3_o_weight_nvfp4(np.zeros(shape, np.float32))
         w = np.zeros((4, 64), np.float32)
         w[1, 3] = np.inf
         with self.assertRaisesRegex(ValueError, r"weight\[1, 3\]: expected a finite value, "

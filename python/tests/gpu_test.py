@@ -449,6 +449,11 @@ class ModuleTest(unittest.TestCase):
         self.assertEqual(gs.device, x.device)
         want = calibration.act_global_scale(bits(x))
         np.testing.assert_array_equal(bits(gs).view(np.uint32), want.view(np.uint32))
+        from torch_cpu_test import calibration_rows
+        for what, sample, exc, pattern in calibration_rows(DEV):
+            with self.subTest(what):
+                with self.assertRaisesRegex(exc, pattern):
+                    calibration.act_global_scale(sample)
 
 
 def _weight_cases():
@@ -529,9 +534,11 @@ class WeightQuantizerTest(unittest.TestCase):
                     quantize_minimax_h3_o_weight_nvfp4(t)
                 msgs.append(str(cm.exception))
             self.assertEqual(msgs[0], msgs[1])
-        with self.assertRaisesRegex(ValueError, r"weight k: expected a positive multiple of 16, "
-                                    r"got 40$"):
-            quantize_minimax_h3_o_weight_nvfp4(torch.zeros(4, 40, device=DEV))
+        for shape in ((4, 40), (4, 48)):  # refused before the GPU quantizer runs
+            with self.assertRaisesRegex(ValueError, r"weight must be \[N, K\] with N >= 1 and K "
+                                        r"a positive multiple of 64, .*got shape \[4, %d\]$"
+                                        % shape[1]):
+                quantize_minimax_h3_o_weight_nvfp4(torch.zeros(*shape, device=DEV))
         g = torch.cuda.CUDAGraph()
         w = torch.ones(128, 64, dtype=torch.bfloat16, device=DEV)
         with self.assertRaisesRegex(RuntimeError, r"stream must not be capturing"):
@@ -658,6 +665,30 @@ class FastPathTest(unittest.TestCase):
                     np.testing.assert_array_equal(bits(out), before)
                     errs.append((type(cm.exception), str(cm.exception)))
                 self.assertEqual(errs[0], errs[1])
+
+    def test_missing_operands(self):
+        # A None for a required operand is the full route's TypeError on both routes, with
+        # out given or not: residual=None with out=None is two absent operands, not a call in
+        # place (the fast path once read a fresh torch.empty out as the residual).
+        t = self.t
+        for i, name in enumerate(ARGS[:8]):
+            if name == "attn_out":
+                continue  # a None attn_out is the dispatcher's error (no tensor to route on)
+            for with_out in (False, True):
+                with self.subTest(operand=name, out_given=with_out):
+                    args = t[:i] + [None] + t[i + 1:]
+                    out = torch.full((300, 5376), 3.0, dtype=torch.bfloat16, device=DEV)
+                    kw = {"out": out} if with_out else {}
+                    errs = []
+                    for fast in (True, False):
+                        with self.assertRaises(TypeError) as cm:
+                            on_route(fast, lambda: minimax_h3_nvfp4_out_proj(*args, **kw),
+                                     declined=True)
+                        errs.append(str(cm.exception))
+                    torch.cuda.synchronize()
+                    self.assertTrue(bool((out == 3.0).all()), "out was written")
+                    self.assertEqual(errs[0], errs[1])
+                    self.assertRegex(errs[0], r"^%s: %s must be a " % (OP, name))
 
     def test_flags_left_zero_and_memset_skipped(self):
         # Every kernel leaves its ready flags zero (ready_flags.h ResetAtExit), so eager calls
@@ -831,8 +862,14 @@ class ErrorTest(unittest.TestCase):
                    "o_weight_sf": t[2].reshape(-1)[:5376 * 4].contiguous()})
         self.call(ValueError, r"^%s: n must be a positive multiple of 128, got 64$" % OP,
                   {"o_weight_q": t[1][:64].contiguous(), "gate": t[5][:, :64].contiguous()})
-        self.call(ValueError, r"residual must have shape \[M, N\] = \[64, 5376\], got "
-                  r"\[64, 5375\]", {"residual": t[7][:, :5375].contiguous()})
+        self.call(ValueError, r"residual must have shape \[M, N\] = \[64, 5376\] \(M = 64 from "
+                  r"attn_out \[M, K\], N = 5376 from o_weight_q \[N, K/2\]\), got \[64, 5375\]",
+                  {"residual": t[7][:, :5375].contiguous()})
+        # The MiniMax-H3 weight given transposed ([K/2, N] = [3584, 5376]).
+        self.call(ValueError, r"^%s: o_weight_q must have shape \[N, K/2\] = \[3584, 3584\] "
+                  r"\(K = 7168 from attn_out \[M, K\]; is it transposed\? o_weight_q is "
+                  r"\[N, K/2\]\), got \[3584, 5376\]$" % OP,
+                  {"o_weight_q": t[1].t().contiguous()})
         self.call(ValueError, r"attn_out must be contiguous \(dense, row-major\), got strides",
                   {"attn_out": t[0].t().contiguous().t()})
         buf = torch.zeros(64 * 7168 + 1, dtype=torch.bfloat16, device=DEV)

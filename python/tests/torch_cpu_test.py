@@ -41,7 +41,37 @@ def bits(x):
     return x.contiguous().view(torch.int16).numpy().view(np.uint16)
 
 
+def calibration_rows(device):
+    """(what, sample, exception, message regex): samples act_global_scale refuses, as torch
+    tensors on `device` (the same table for the CPU here and CUDA in gpu_test)."""
+    f = "act_global_scale: "
+    nan = torch.tensor([[1.0, float("nan")], [2.0, 3.0]], dtype=torch.bfloat16, device=device)
+    inf = torch.tensor([1.0, -float("inf"), float("inf")], device=device)
+    return [
+        ("NaN in bf16", nan, ValueError, r"^%ssample must be finite, got 1 non-finite of 4 "
+         r"values \(the first at index \[0, 1\]\)$" % f),
+        ("inf in float32", inf, ValueError, r"^%ssample must be finite, got 2 non-finite of 3 "
+         r"values \(the first at index \[1\]\)$" % f),
+        ("int64", torch.arange(4, device=device), TypeError, r"^%ssample must be of dtype "
+         r"torch.bfloat16, torch.float16 or torch.float32, got torch.int64$" % f),
+        ("amax overflows the scale", torch.full((3,), 1e-38, device=device), ValueError,
+         r"^%ssample's amax must be >= 2688 / FLT_MAX .*got amax 9\.99.*e-39$" % f),
+    ]
+
+
 class FunctionalTest(unittest.TestCase):
+
+    def test_calibration_refuses_bad_samples(self):
+        from minimax_h3_nvfp4 import calibration
+        for what, sample, exc, pattern in calibration_rows("cpu"):
+            with self.subTest(what):
+                with self.assertRaisesRegex(exc, pattern):
+                    calibration.act_global_scale(sample)
+        # The module's calibration goes through the same check.
+        w = torch.zeros(128, 256, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(ValueError, r"sample must be finite"):
+            minimax_h3_nvfp4.NVFP4GatedResidualLinear(
+                w, calibration_sample=torch.full((2, 256), float("nan")))
 
     @classmethod
     def setUpClass(cls):
@@ -294,11 +324,45 @@ class FastPathTest(unittest.TestCase):
                                     "act_sf": torch.zeros(m, k // 16, dtype=torch.int8)}),
             ("tile name", args, {"tile": "nope"}),
             ("sm90_emulation", args, {"sm90_emulation": 1}),
+            # Shapes whose message names where K came from (and asks about a transpose).
+            ("attn_out K = 320", rep(0, torch.zeros(m, 320, dtype=torch.bfloat16)), {}),
+            ("o_weight_q transposed", rep(1, torch.zeros(k // 2, 64, dtype=torch.uint8)), {}),
+        ] + [
+            # A None for each required operand, with out given and without.
+            ("%s None%s" % (ARGS[i], ", out given" if kw else ""), rep(i, None), kw)
+            for i in range(1, 8)
+            for kw in ({}, {"out": torch.empty(m, n, dtype=torch.bfloat16)})
         ]
         for label, a, kw in table:
             with self.subTest(what=label):
                 got = self.assert_same(a, **kw)
                 self.assertEqual(got[0], "error", label)
+
+    def test_none_residual_is_a_type_error_on_every_route(self):
+        # residual=None once took the fast path as "out is residual" (both None): out came from
+        # torch.empty and was read as the residual, returning garbage. Every route raises the
+        # documented TypeError, and try_call declines the call (None), writing nothing.
+        args = self.cases["op_exact"]
+        m, n = args[7].shape
+        pattern = (r"^minimax_h3_nvfp4_out_proj: residual must be a torch.Tensor \(like "
+                   r"attn_out\), got NoneType$")
+        for fast in (True, False):
+            for out in (None, torch.full((m, n), 3.0, dtype=torch.bfloat16)):
+                with self.subTest(fast=fast, out_given=out is not None):
+                    saved, _eager.enabled = _eager.enabled, fast
+                    try:
+                        with self.assertRaisesRegex(TypeError, pattern):
+                            minimax_h3_nvfp4_out_proj(*args[:7], None, out=out)
+                    finally:
+                        _eager.enabled = saved
+                    if out is not None:
+                        self.assertTrue(bool((out == 3.0).all()), "out was written")
+        for out in (None, torch.empty(m, n, dtype=torch.bfloat16)):
+            self.assertIsNone(_eager.try_call(*args[:7], None, out, None, None, 0, 0, 0))
+        # NumPy, the third route.
+        c = selftest.load_cases()["op_exact"]
+        with self.assertRaisesRegex(TypeError, r"residual must be a numpy.ndarray"):
+            minimax_h3_nvfp4_out_proj(*[c[a] for a in ARGS[:7]], None)
 
     def test_each_operand_dtype_decides_the_route(self):
         # try_call's dtype table against its operand order: one operand of another dtype (or
@@ -525,6 +589,25 @@ class ModuleTest(unittest.TestCase):
                 with self.assertRaisesRegex(ValueError, message):
                     mod(x, res, self.gate, self.idx if x.dim() == 3 else idx2, out=out)
                 self.assertTrue(torch.equal(bits_t(res), bits_t(before)))
+        # A missing operand (None) or one of another type: a TypeError naming it, on the 2-D
+        # and the N-D route alike (not an AttributeError from inside the module).
+        operands = ["x", "residual", "gate", "gate_index", "out"]
+        for mod in (gen, seed):
+            for nd in (2, 3):
+                for i, name in enumerate(operands):
+                    for bad in (None, [1.0]):
+                        if name == "out" and bad is None:
+                            continue  # out=None is the default
+                        with self.subTest(module=type(mod).__name__, nd=nd, operand=name,
+                                          bad=type(bad).__name__):
+                            ops = ([self.x, self.res, self.gate, self.idx, None] if nd == 3 else
+                                   [x2, res2, self.gate, idx2, None])
+                            ops[i] = bad
+                            shown = mod._x_name if name == "x" else name
+                            with self.assertRaisesRegex(
+                                    TypeError, r"^%s: %s must be a torch.Tensor, got %s$"
+                                    % (type(mod).__name__, shown, type(bad).__name__)):
+                                mod(*ops[:4], out=ops[4])
 
     def test_module_errors(self):
         lin = torch.nn.Linear(self.k, self.n, bias=True)
