@@ -19,9 +19,9 @@ on synthetic inputs with outlier channels, and prints each one's error against t
 computation (max abs, relative L2, cosine; of the output and of the residual update
 out - residual, with the float32 computation for scale) and the time of each.
 
-    PYTHONPATH=DIR python3 examples/minimax_h3_block.py                # DIR: installed package
-    ... --device cuda --m 4096 [--sm90_emulation fast]                # the GPU kernel
-    ... --device cpu --m 256                                          # the CPU emulator
+    venv/bin/python examples/minimax_h3_block.py            # the venv of README.md "Python"
+    ... --device cuda --m 4096 [--sm90_emulation fast]       # the GPU kernel
+    ... --device cpu --m 256                                 # the CPU emulator
 
 On the CPU it runs the bit-exact emulator (torch CPU tensors, or NumPy arrays where torch is not
 installed; the emulator needs ~0.5 s per 1000 rows at K = 7168 on 2 cores, plus the reference
@@ -30,33 +30,39 @@ build).
 """
 
 import argparse
-import os
+import shlex
 import sys
 import time
 
+# The README's venv: Debian's python3 (NumPy, torch) with the wheel installed.
+VENV_RECIPE = """\
+    ./bazelw run //python:wheel -- dist
+    /usr/bin/python3 -m venv --system-site-packages venv
+    venv/bin/python -m pip install --no-index dist/minimax_h3_nvfp4-*.whl
+    venv/bin/python examples/minimax_h3_block.py"""
+
+
+def missing(name, error, why=""):
+    """Exits naming the interpreter that lacks `name` and the README's venv recipe."""
+    sys.exit("minimax_h3_block: cannot import %s with %s (%s)%s. Run this example with an "
+             "interpreter that has it, e.g. the venv of README.md \"Python\":\n%s%s"
+             % (name, sys.executable, error, why, VENV_RECIPE,
+                "".join(" " + shlex.quote(a) for a in sys.argv[1:])))
+
+
 try:
     import numpy as np
-except ImportError:
-    # This python3 has no NumPy (e.g. a pyenv interpreter); the system's may (Debian's
-    # python3-numpy): run there instead, saying so.
-    if (os.path.exists("/usr/bin/python3") and not os.environ.get("H3_REEXEC")
-            and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3")):
-        print("minimax_h3_block: NumPy is not importable by %s; re-running under "
-              "/usr/bin/python3" % sys.executable, file=sys.stderr)
-        os.environ["H3_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)]
-                 + sys.argv[1:])
-    raise
+    import minimax_h3_nvfp4
+    from minimax_h3_nvfp4 import bf16, calibration
+    from minimax_h3_nvfp4.diffusion_ops import (minimax_h3_nvfp4_out_proj,
+                                                quantize_minimax_h3_o_weight_nvfp4)
+except ImportError as e:
+    missing(e.name or "minimax_h3_nvfp4", e)
 
 try:
     import torch
-except ImportError:
-    torch = None
-
-import minimax_h3_nvfp4
-from minimax_h3_nvfp4 import bf16, calibration
-from minimax_h3_nvfp4.diffusion_ops import (minimax_h3_nvfp4_out_proj,
-                                            quantize_minimax_h3_o_weight_nvfp4)
+except ImportError as e:  # the CPU run takes NumPy arrays then; --device cuda needs torch
+    torch, torch_error = None, e
 
 N, G = 5376, 9  # hidden size; 3 noise levels x 3 modalities
 ATTN_K, HEADS = 7168, 56  # 56 heads x 128
@@ -263,8 +269,11 @@ def main():
     device = args.device
     if device == "auto":
         device = "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
-    if device == "cuda" and (torch is None or not torch.cuda.is_available()):
-        sys.exit("minimax_h3_block: --device cuda needs torch with a CUDA device")
+    if device == "cuda" and torch is None:
+        missing("torch", torch_error, "; --device cuda needs it")
+    if device == "cuda" and not torch.cuda.is_available():
+        sys.exit("minimax_h3_block: --device cuda needs a CUDA device, and torch %s with "
+                 "CUDA (%s) sees none" % (torch.__version__, sys.executable))
     if args.m is None:
         args.m = 4096 if device == "cuda" else 256
     for spec in projections(args):

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Sequence parallelism: the fused NVFP4 out projection on each rank's tokens, gathered.
 
-    python3 -m torch.distributed.run --standalone --nproc_per_node=N \\
-        examples/sequence_parallel.py [--device cpu|cuda] [--tokens M] [--out_features N] \
-        [--in_features K]
+    venv/bin/python -m torch.distributed.run --standalone --nproc_per_node=N \\
+        --redirects 1 --tee 1 examples/sequence_parallel.py [--device cpu|cuda] [--tokens M] \\
+        [--out_features N] [--in_features K]
 
-(Long option names: torch.distributed.run's own parser would take --m or --n as an abbreviation
-of one of its options.)
+(venv/bin/python: the venv of README.md "Python". Long option names: torch.distributed.run's
+own parser would take --m or --n as an abbreviation of one of its options. --redirects 1 --tee 1:
+without them the launcher of Debian's torch 1.13 on Python 3.11 crashes before starting a rank,
+sequence_parallel_test.py says why; newer torch takes them too.)
 
 In xDiT-style sequence parallelism (Ulysses or ring attention), after attention every rank holds
 its own tokens with all heads: [M_r, K]. The out projection with its gated residual is
@@ -26,6 +28,7 @@ host). Exit status 0 when the gathered output is bit-identical, 1 otherwise (eve
 
 import argparse
 import os
+import shlex
 import sys
 
 import torch
@@ -85,6 +88,14 @@ def gather_rows(local, bounds, comm_device):
     return full.view(torch.bfloat16)
 
 
+def launch_command(nproc):
+    """The command that runs this script, with its arguments, under the launcher (the
+    --redirects / --tee values the module docstring explains)."""
+    return shlex.join([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                       "--nproc_per_node=%d" % nproc, "--redirects", "1", "--tee", "1",
+                       sys.argv[0]] + sys.argv[1:])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -98,8 +109,8 @@ def main():
                    "each rank's own tokens (the check then fails)")
     args = p.parse_args()
     if "RANK" not in os.environ:
-        sys.exit("sequence_parallel: run it under torch.distributed.run, e.g. python3 -m "
-                 "torch.distributed.run --standalone --nproc_per_node=2 %s" % sys.argv[0])
+        sys.exit("sequence_parallel: run it under torch.distributed.run, e.g.\n    %s"
+                 % launch_command(2))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if args.device == "cuda":

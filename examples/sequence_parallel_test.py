@@ -10,6 +10,7 @@ works with newer torch too.
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,20 @@ class SequenceParallelTest(unittest.TestCase):
 
     def test_three_processes(self):
         self.check(3, "[13, 12, 12]")
+
+    def test_printed_command_runs(self):
+        # Started without the launcher, the script prints the command to run it with: run as
+        # printed, it must pass.
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+        p = subprocess.run([sys.executable, SCRIPT] + SHAPE, capture_output=True, text=True,
+                           timeout=120, env=env)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        cmd = p.stderr.strip().splitlines()[-1].strip()
+        self.assertIn(" --redirects 1 --tee 1 ", cmd)
+        q = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=600,
+                           env=dict(env, OMP_NUM_THREADS="1"))
+        self.assertEqual(q.returncode, 0, cmd + "\n" + q.stdout + q.stderr)
+        self.assertIn("BIT-IDENTICAL to one process over all 37 tokens", q.stdout)
 
     def test_per_shard_scale_is_caught(self):
         p, _ = torchrun(2, "--per_shard_scale")

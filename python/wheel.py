@@ -16,6 +16,7 @@ import base64
 import hashlib
 import os
 import re
+import shlex
 import struct
 import sys
 import tempfile
@@ -233,9 +234,20 @@ def main(argv):
         print("wheel: error: %s" % e, file=sys.stderr)
         return 1
     print("wheel: wrote %s (%d bytes)" % (path, os.path.getsize(path)))
-    print("wheel: install with  python3 -m pip install %s  (python3 with NumPy; README.md)"
-          % path)
+    print(install_hint(path, os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())))
     return 0
+
+
+def install_hint(path, cwd):
+    """README.md's recipe for the wheel at `path`, typed in `cwd`: a venv over Debian's
+    python3, whose NumPy an offline pip needs (the first python3 on a PATH may lack it)."""
+    rel = os.path.relpath(path, cwd)
+    whl = shlex.quote(path if rel.startswith("..") else rel)
+    return ("wheel: install it into a venv over Debian's python3 (its NumPy; README.md "
+            "\"Python\"):\n"
+            "    /usr/bin/python3 -m venv --system-site-packages venv\n"
+            "    venv/bin/python -m pip install --no-index %s\n"
+            "    venv/bin/python -m minimax_h3_nvfp4 selftest" % whl)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,42 @@ def _parser():
     return p
 
 
+# What `info` shows tile="auto" choosing: the M values, and the SM12x parts it always lists
+# (a GPU-less machine included). The heuristic reads only "major"; minor and SM count are the
+# parts' published figures (SMs = CUDA cores / 128: 21760, 24064, 6144), shown beside it. The
+# names are assumed to be the driver's spelling (none of these parts was at hand); the cache is
+# not asked for them, its keys need the driver version too.
+INFO_MS = (1, 128, 1024, 4096, 16384)
+INFO_N, INFO_K = 5376, 7168
+SM12X_PARTS = (
+    {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170},
+    {"name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "major": 12, "minor": 0,
+     "sm_count": 188},
+    {"name": "NVIDIA GB10", "major": 12, "minor": 1, "sm_count": 48},  # DGX Spark
+)
+
+
+def _auto_picks(props, cache=None):
+    """What tile="auto" runs at each of INFO_MS and why: the tuning cache's winner for this
+    device (with a cache), else the heuristic's choice and its reason. Consecutive M with the
+    same answer share it: "M=1, 128 -> 128x128 (heuristic: ...); M=1024, ... -> ..."."""
+    from . import tuning
+    groups = []  # [[ms], "tile (why)"]
+    for m in INFO_MS:
+        name, src = (cache.choose(props, m, INFO_N, INFO_K) if cache is not None
+                     else (None, "heuristic"))
+        if src == "tuned":
+            pick = "%s (tuning cache winner)" % name
+        else:
+            pick = "%s (heuristic: %s)" % tuning.heuristic_with_reason(props, m)
+        if groups and groups[-1][1] == pick:
+            groups[-1][0].append(m)
+        else:
+            groups.append([[m], pick])
+    return "; ".join("M=%s -> %s" % (", ".join(str(m) for m in ms), pick)
+                     for ms, pick in groups)
+
+
 def _default_buckets():
     from . import tuning
     return tuning.DEFAULT_M_BUCKETS
@@ -93,7 +129,9 @@ def cmd_info(out):
             torch.__version__, cuda, torch.cuda.is_available()), file=out)
     except ImportError:
         print("  torch:          not importable (NumPy arrays and the emulator only)", file=out)
-    print("  tile configs:   %s" % ", ".join(_native.tiles()), file=out)
+    default = tuning.default_tile()
+    print("  tile configs:   %s" % ", ".join(
+        t + " (default)" if t == default else t for t in _native.tiles()), file=out)
     count, reason = _native.device_count()
     present = {}
     if count == 0:
@@ -122,11 +160,13 @@ def cmd_info(out):
             print("    %s: %s" % (skey, ", ".join("M=%d -> %s" % (m, table[m])
                                                  for m in sorted(table))), file=out)
     for key, (i, props) in sorted(present.items(), key=lambda kv: kv[1][0]):
-        picks = []
-        for m in (1, 128, 1024, 4096, 16384):
-            name, src = cache.choose(props, m, 5376, 7168)
-            picks.append("M=%d -> %s (%s)" % (m, name, src))
-        print("tile=\"auto\" on cuda:%d at N=5376 K=7168: %s" % (i, ", ".join(picks)), file=out)
+        print("tile=\"auto\" on cuda:%d at N=%d K=%d: %s" % (i, INFO_N, INFO_K,
+                                                          _auto_picks(props, cache)), file=out)
+    print("tile=\"auto\" on SM12x parts without a tuning cache entry (the heuristic), N=%d K=%d:"
+          % (INFO_N, INFO_K), file=out)
+    for props in SM12X_PARTS:
+        print("  %s, sm_%d%d, %d SMs: %s" % (props["name"], props["major"], props["minor"],
+                                           props["sm_count"], _auto_picks(props)), file=out)
     return 0
 
 

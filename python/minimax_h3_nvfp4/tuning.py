@@ -15,8 +15,9 @@ does not know: the heuristic decides then.
 
 The heuristic (`heuristic()`): "128x128" for M <= 512 on SM12x (the performance model,
 harness/perf_model, predicts it ~1.9x faster than the 128x256 configs, the default among them,
-at M = 128 on an RTX 5090; not measured on an SM12x part), else the registry's default ("auto",
-today "128x256_lockstep").
+at M = 128 on an RTX 5090; not measured on an SM12x part), else the registry's default
+(`default_tile()`, today "128x256_lockstep"). Both, and `Cache.choose()`, answer a concrete
+registry name, never "auto", as the C++ TuneHeuristic does.
 
 The C++ host API reads the same file the same way (OutProjTile::kAuto, kernels/tune_cache.h) and
 the C++ bench writes it (`--write_tune_cache`); python/tests/tune_cache_cross_test.py holds the
@@ -70,11 +71,26 @@ def shape_key(n, k, variant_name):
     return "n=%d k=%d %s" % (n, k, variant_name)
 
 
-def heuristic(props, m):
-    """The built-in choice (a registry name, or "auto" for the registry's default)."""
+def default_tile():
+    """The registry's default config: the first after "auto" (kernels/tiles.h)."""
+    return next(t for t in _native.tiles() if t != "auto")
+
+
+def concrete(name):
+    """A registry name for `name`: "auto" is the registry's default."""
+    return default_tile() if name == "auto" else name
+
+
+def heuristic_with_reason(props, m):
+    """(registry name, why) of the built-in choice; reads props["major"] only."""
     if props["major"] == 12 and m <= SMALL_M_SM12X:
-        return "128x128"
-    return "auto"
+        return "128x128", "M <= %d on SM12x" % SMALL_M_SM12X
+    return default_tile(), "the default config"
+
+
+def heuristic(props, m):
+    """The built-in choice, a registry name."""
+    return heuristic_with_reason(props, m)[0]
 
 
 def nearest_bucket(buckets, m):
@@ -213,7 +229,8 @@ class Cache:
                       "(it has: %s); the heuristic decides instead"
                       % (self.path, name, ", ".join(_native.tiles())))
             return heuristic(props, m), "heuristic"
-        return name, "tuned"
+        # A cache may name "auto" (the C++ reader accepts it): the registry's default.
+        return concrete(name), "tuned"
 
     def resolve(self, device_index, m, n, k, sm90_emulation):
         """The tile code for a tile="auto" call on CUDA device `device_index`: a dict lookup
@@ -223,13 +240,10 @@ class Cache:
         if code is not None:
             return code
         props = self.device(device_index)
+        # choose() never answers "auto": its code 0 would make the library resolve it a
+        # second time (OutProjTile::kAuto reads the same cache, in C++).
         name, _ = self.choose(props, m, n, k, sm90_emulation)
-        tiles = _native.tiles()
-        if name == "auto":
-            # The registry's default by its own code: code 0 would make the library resolve
-            # "auto" a second time (OutProjTile::kAuto reads the same cache, in C++).
-            name = next(t for t in tiles if t != "auto")
-        code = tiles[name]
+        code = _native.tiles()[name]
         if len(self._memo) > 4096:  # many distinct M: keep the memo bounded
             self._memo.clear()
         self._memo[memo_key] = code

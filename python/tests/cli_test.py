@@ -19,6 +19,7 @@ from minimax_h3_nvfp4 import _native, tuning
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_version": 13000}
+DEFAULT = "128x256_lockstep"  # the registry's default (kernels/tiles.h: the first config)
 
 
 class CacheTest(unittest.TestCase):
@@ -54,17 +55,26 @@ class CacheTest(unittest.TestCase):
                     os.environ[k] = v
 
     def test_heuristic(self):
-        self.assertEqual(tuning.heuristic(RTX5090, 1), "128x128")
-        self.assertEqual(tuning.heuristic(RTX5090, 512), "128x128")
-        self.assertEqual(tuning.heuristic(RTX5090, 513), "auto")
-        self.assertEqual(tuning.heuristic(H200, 128), "auto")
+        self.assertEqual(tuning.default_tile(), DEFAULT)
+        # (device, M, heuristic's tile, its reason): a concrete name, never "auto".
+        for props, m, tile, why in [
+                (RTX5090, 1, "128x128", "M <= 512 on SM12x"),
+                (RTX5090, 512, "128x128", "M <= 512 on SM12x"),
+                (RTX5090, 513, DEFAULT, "the default config"),
+                (dict(RTX5090, minor=1, sm_count=48), 128, "128x128", "M <= 512 on SM12x"),
+                (H200, 128, DEFAULT, "the default config"),
+                (dict(H200, major=10), 1, DEFAULT, "the default config")]:
+            with self.subTest(name=props["name"], major=props["major"], m=m):
+                self.assertEqual(tuning.heuristic_with_reason(props, m), (tile, why))
+                self.assertEqual(tuning.heuristic(props, m), tile)
         # Without a file: the heuristic, silently.
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             self.assertEqual(self.cache.choose(RTX5090, 128, 5376, 7168),
                              ("128x128", "heuristic"))
-            self.assertEqual(self.cache.choose(RTX5090, 4096, 5376, 7168), ("auto", "heuristic"))
-        for name in ("128x128", "auto"):
+            self.assertEqual(self.cache.choose(RTX5090, 4096, 5376, 7168),
+                             (DEFAULT, "heuristic"))
+        for name in ("128x128", DEFAULT):
             self.assertIn(name, _native.tiles())
 
     def test_round_trip(self):
@@ -79,8 +89,8 @@ class CacheTest(unittest.TestCase):
             self.assertEqual(c.choose(H200, 3000, 5376, 7168), ("128x256_lockstep", "tuned"))
             self.assertEqual(c.choose(H200, 10 ** 6, 5376, 7168), ("128x256_lockstep", "tuned"))
             # Another emulation or shape of a known device: the heuristic.
-            self.assertEqual(c.choose(H200, 128, 5376, 7168, "fast"), ("auto", "heuristic"))
-            self.assertEqual(c.choose(H200, 128, 5376, 4096), ("auto", "heuristic"))
+            self.assertEqual(c.choose(H200, 128, 5376, 7168, "fast"), (DEFAULT, "heuristic"))
+            self.assertEqual(c.choose(H200, 128, 5376, 4096), (DEFAULT, "heuristic"))
             # On SM12x the emulation is not part of the key.
             self.assertEqual(c.choose(RTX5090, 64, 256, 512, "fast"), ("128x256", "tuned"))
         with open(self.path) as f:
@@ -98,8 +108,13 @@ class CacheTest(unittest.TestCase):
                      "minimax_h3_nvfp4 " + minimax_h3_nvfp4.__version__):
             self.assertIn(part, key)
 
+    def test_cached_auto_is_the_default(self):
+        # A cache may name "auto" (C++ accepts it): choose() answers the config it runs.
+        self.cache.record(H200, 5376, 7168, "faithful", {128: "auto"})
+        self.assertEqual(self.fresh().choose(H200, 128, 5376, 7168), (DEFAULT, "tuned"))
+
     def test_record_updates_this_process(self):
-        self.assertEqual(self.cache.choose(H200, 128, 5376, 7168), ("auto", "heuristic"))
+        self.assertEqual(self.cache.choose(H200, 128, 5376, 7168), (DEFAULT, "heuristic"))
         self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
         self.assertEqual(self.cache.choose(H200, 128, 5376, 7168), ("128x128", "tuned"))
 
@@ -167,6 +182,43 @@ class CacheTest(unittest.TestCase):
                                          r"does not have")
 
 
+SM12X_AUTO = ("M=1, 128 -> 128x128 (heuristic: M <= 512 on SM12x); M=1024, 4096, 16384 -> "
+              "%s (heuristic: the default config)" % DEFAULT)
+
+# info's tile="auto" lines for the SM12x parts, with or without a GPU: (the part as info names
+# it, its choices at __main__.INFO_MS).
+SM12X_INFO = [
+    ("NVIDIA GeForce RTX 5090, sm_120, 170 SMs", SM12X_AUTO),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition, sm_120, 188 SMs", SM12X_AUTO),
+    ("NVIDIA GB10, sm_121, 48 SMs", SM12X_AUTO),
+]
+
+# A present device's line (what _auto_picks gives with the cache): (device, tuned winners
+# recorded for N=5376 K=7168, its choices at INFO_MS).
+DEVICE_INFO = [
+    (RTX5090, {}, SM12X_AUTO),
+    (H200, {}, "M=1, 128, 1024, 4096, 16384 -> %s (heuristic: the default config)" % DEFAULT),
+    (H200, {128: "128x128", 4096: "128x256"},
+     "M=1, 128 -> 128x128 (tuning cache winner); M=1024, 4096, 16384 -> 128x256 (tuning cache "
+     "winner)"),
+    (RTX5090, {1: "auto"}, "M=1, 128, 1024, 4096, 16384 -> %s (tuning cache winner)" % DEFAULT),
+]
+
+
+class InfoPicksTest(unittest.TestCase):
+
+    def test_device_lines(self):
+        from minimax_h3_nvfp4 import __main__ as cli
+        self.assertEqual(cli.INFO_MS, (1, 128, 1024, 4096, 16384))
+        for props, winners, choices in DEVICE_INFO:
+            with self.subTest(name=props["name"], winners=winners):
+                with tempfile.TemporaryDirectory() as d:
+                    cache = tuning.Cache(os.path.join(d, "tune.json"))
+                    if winners:
+                        cache.record(props, 5376, 7168, "faithful", winners)
+                    self.assertEqual(cli._auto_picks(props, cache), choices)
+
+
 class CommandLineTest(unittest.TestCase):
 
     def run_cli(self, *args):
@@ -183,9 +235,15 @@ class CommandLineTest(unittest.TestCase):
         p = self.run_cli("info")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("minimax_h3_nvfp4 %s" % minimax_h3_nvfp4.__version__, p.stdout)
-        self.assertIn("tile configs:   auto, ", p.stdout)
+        lines = p.stdout.splitlines()
+        self.assertIn("  tile configs:   auto, %s (default), 128x256, 128x128" % DEFAULT, lines)
         if _native.device_count()[0] == 0:
             self.assertIn("CUDA devices: none: emulator only (", p.stdout)
+            self.assertNotIn("on cuda:", p.stdout)
+        # The SM12x parts' choices, with or without a GPU, the last lines.
+        self.assertEqual(lines[-1 - len(SM12X_INFO):], [
+            'tile="auto" on SM12x parts without a tuning cache entry (the heuristic), '
+            'N=5376 K=7168:'] + ["  %s: %s" % (part, c) for part, c in SM12X_INFO])
 
     def test_selftest(self):
         p = self.run_cli("selftest")

@@ -147,6 +147,22 @@ class WheelTest(unittest.TestCase):
         self.assertRegex(p.stdout, r"selftest PASSED: \d+ checks, 0 failed, [0-9.]+ s")
         print(p.stdout)
 
+    def test_printed_install_hint_runs_as_printed(self):
+        # The hint `./bazelw run //python:wheel` prints, run line by line in a fresh folder
+        # under bash: a venv over Debian's python3, then an offline pip install and selftest
+        # (a bare `python3 -m pip install` fails offline where the first python3 lacks NumPy).
+        where = os.path.join(self.tmp, "hint")
+        os.makedirs(where)
+        hint = wheel.install_hint(self.path, where)
+        lines = [ln.strip() for ln in hint.splitlines() if ln.startswith("    ")]
+        self.assertEqual(len(lines), 3, hint)
+        self.assertTrue(lines[0].startswith("/usr/bin/python3 -m venv"), hint)
+        for line in lines:
+            p = subprocess.run(["bash", "-c", line], cwd=where, env=self.env,
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 0, "%s\n%s%s" % (line, p.stdout, p.stderr))
+        self.assertRegex(p.stdout, r"selftest PASSED")
+
     def test_console_script_and_usage_errors(self):
         script = os.path.join(self.venv, "bin", "minimax-h3-nvfp4")
         p = self.run_ok([script, "--version"], "minimax-h3-nvfp4 --version")
