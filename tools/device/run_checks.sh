@@ -44,10 +44,11 @@ check tune_cache_gpu    "$B/tune_cache_gpu_test"
 # package is installed in .dev/py) read the same winners back (tools/device/tune_cache_check.sh).
 check tune_cache_bench  env B="$B" OUT="$OUT" tools/device/tune_cache_check.sh
 
-# tools_test runs the tools as <root>/harness/<tool> (the sweep as harness/sweep/sweep) and reads
-# <root>/testdata.
-root=$(mktemp -d); mkdir -p "$root/harness/sweep"
+# tools_test runs the tools as <root>/harness/<tool> (sweep and probe in their own folders,
+# harness/sweep/sweep and harness/probe/probe) and reads <root>/testdata.
+root=$(mktemp -d); mkdir -p "$root/harness/sweep" "$root/harness/probe"
 cp "$B/op" "$B/quantize_weight" "$root/harness/"; cp "$B/sweep" "$root/harness/sweep/"
+cp "$B/probe" "$root/harness/probe/"
 ln -s "$PWD/testdata" "$root/testdata"
 check tools             env H3_REPO_ROOT="$root" "$B/tools_test"
 check sweep_faithful    "$B/sweep" --sm90_emulation=faithful --report="$OUT/sweep_faithful.json"
