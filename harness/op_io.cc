@@ -201,8 +201,12 @@ absl::StatusOr<std::string> QuantizeWeightFile(const std::string& weight_path,
                                                    NpyDtypeName(h.dtype),
                                                    "', expected '<u2' (bf16 bits) or '<f4'"));
   }
-  if (h.shape.size() != 2 || h.shape[0] < 1 || h.shape[1] <= 0 || h.shape[1] % 16 != 0) {
-    return ShapeError(weight_path, h.shape, "(N, K) with N >= 1 and K > 0 a multiple of 16");
+  // The contract's quantizer takes K % 16 == 0 (section 5), but `op` refuses a K that is not a
+  // multiple of 64: a weight it could not use is refused here, as the Python API does.
+  if (h.shape.size() != 2 || h.shape[0] < 1 || h.shape[1] <= 0 || h.shape[1] % 64 != 0) {
+    return ShapeError(weight_path, h.shape,
+                      "(N, K) with N >= 1 and K > 0 a multiple of 64, as op takes it (the GPU "
+                      "kernel: also N % 128 == 0, K % 256 == 0)");
   }
   const int64_t n = h.shape[0], k = h.shape[1];
   absl::StatusOr<QuantizedWeight> q;

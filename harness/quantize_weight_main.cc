@@ -16,7 +16,7 @@
 
 ABSL_FLAG(std::string, weight, "",
           "W as .npy: '<u2' (bf16 bits) or '<f4', shape [N, K], K a multiple "
-          "of 16 (of 64 for the op), every value finite. Relative paths are "
+          "of 64 (the op's rule), every value finite. Relative paths are "
           "relative to where the command was started.");
 ABSL_FLAG(std::string, out_dir, "",
           "Folder for o_weight_q.npy, o_weight_sf.npy and "

@@ -8,7 +8,9 @@
 //                                                      # validation build); no GPU: the CPU model
 //   ./bazelw run //harness:probe -- --json=probe.json  # also a JSON report
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -90,9 +92,10 @@ int Main(int argc, char** argv) {
     f << ReportJson(report);
     f.close();
     if (!f) {
-      return PrintError(
-          "probe", 1,
-          absl::InternalError(absl::StrCat("--json: writing '", json_path, "' failed")));
+      return PrintError("probe", 1,
+                        absl::InternalError(absl::StrCat("--json must be a writable file, got '",
+                                                         json_path, "' (writing it failed: ",
+                                                         std::strerror(errno), ")")));
     }
     std::printf("JSON report: %s\n", json_path.c_str());
   }

@@ -131,7 +131,9 @@ def cmd_info(out):
         print("  torch:          not importable (NumPy arrays and the emulator only)", file=out)
     default = tuning.default_tile()
     print("  tile configs:   %s" % ", ".join(
-        t + " (default)" if t == default else t for t in _native.tiles()), file=out)
+        t + " (the API's default: resolved per call, below)" if t == "auto" else
+        t + " (the registry's default: auto's fallback)" if t == default else t
+        for t in _native.tiles()), file=out)
     count, reason = _native.device_count()
     present = {}
     if count == 0:

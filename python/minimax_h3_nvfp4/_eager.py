@@ -389,8 +389,9 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
     w_is_tensor = type(w_gs) in _PLAIN
     if not w_is_tensor and type(w_gs) is not float:
         return None
-    # A required operand missing is the full route's TypeError. Checked before `in_place`: a
-    # missing residual and a missing out are two absent operands, not an in-place call.
+    # A required operand missing is the full route's TypeError; the loop below skips None as an
+    # optional operand not given. So `in_place` is only ever read with a residual: a missing
+    # residual and a missing out are two absent operands, not an in-place call.
     if (o_weight_q is None or o_weight_sf is None or act_global_scale is None or gate is None
             or gate_index is None or residual is None):
         return None

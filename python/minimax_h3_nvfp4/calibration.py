@@ -1,9 +1,11 @@
 """The activation global scale: act_gs = RN(2688 / amax(|x|)) (2688 = 448 * 6, contract
 section 1), from a calibration sample of attention outputs; 1 when amax == 0.
 
-A sample that cannot calibrate is refused, naming what is wrong: a dtype other than a float
-one (an integer sample's amax is no activation range), a non-finite value (NaN would give a
-scale of NaN, inf one of 0), or an amax so small that 2688 / amax overflows float32.
+amax is taken over the sample's values as float32 (a float64 sample is rounded to float32 first,
+element by element, as the op would see it). A sample that cannot calibrate is refused, naming
+what is wrong: no values, a dtype other than a float one (an integer sample's amax is no
+activation range), a value not finite in float32 (NaN would give a scale of NaN, inf one of 0),
+or an amax so small that 2688 / amax overflows float32.
 """
 
 import numpy as np
@@ -13,9 +15,14 @@ from . import bf16 as _bf16
 _FN = "act_global_scale"
 
 
+def _empty_error(shape):
+    return ValueError("%s: sample must have at least one value, got shape %s"
+                      % (_FN, list(shape)))
+
+
 def _non_finite_error(count, total, first):
-    return ValueError("%s: sample must be finite, got %d non-finite of %d values (the first at "
-                      "index %s)" % (_FN, count, total, list(first)))
+    return ValueError("%s: sample must be finite in float32, got %d non-finite of %d values (the "
+                      "first at index %s)" % (_FN, count, total, list(first)))
 
 
 def _overflow_error(amax):
@@ -26,16 +33,19 @@ def _overflow_error(amax):
 def _numpy_scale(sample):
     if _bf16.is_bf16_dtype(sample.dtype):
         x = _bf16.to_float32(sample)
-    elif sample.dtype in (np.float32, np.float16):
-        x = sample.astype(np.float32)
+    elif sample.dtype in (np.float16, np.float32, np.float64):
+        with np.errstate(over="ignore"):
+            x = sample.astype(np.float32)
     else:
         raise TypeError("%s: sample must be bfloat16 (uint16 bit patterns or ml_dtypes.bfloat16), "
-                        "float16 or float32, got %s" % (_FN, sample.dtype))
+                        "float16, float32 or float64, got %s" % (_FN, sample.dtype))
+    if not x.size:
+        raise _empty_error(sample.shape)
     finite = np.isfinite(x)
     if not finite.all():
         bad = np.argwhere(~finite)
         raise _non_finite_error(len(bad), x.size, bad[0])
-    amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
+    amax = np.float32(np.max(np.abs(x)))
     if amax == 0:
         return np.array([1.0], dtype=np.float32)
     with np.errstate(over="ignore"):
@@ -48,13 +58,15 @@ def _numpy_scale(sample):
 def act_global_scale(sample):
     """float32 [1]: a torch tensor on the sample's device, or a NumPy array for a NumPy sample.
 
-    sample: the layer's inputs (any shape), every value finite; torch bfloat16, float16 or
-    float32, or NumPy bf16 (uint16 bit patterns / ml_dtypes.bfloat16), float16 or float32.
-    A CUDA sample costs one host synchronization (the check that refuses a bad sample).
+    sample: the layer's inputs (any shape, at least one value), every value finite in float32;
+    torch bfloat16, float16, float32 or float64, or NumPy bf16 (uint16 bit patterns /
+    ml_dtypes.bfloat16), float16, float32 or float64. A CUDA sample costs one host
+    synchronization (the check that refuses a bad sample).
 
     Raises:
       TypeError: sample is not a torch tensor or NumPy array of one of those dtypes.
-      ValueError: a value is not finite, or amax < 2688 / FLT_MAX (the scale would overflow).
+      ValueError: the sample is empty, a value is not finite in float32, or amax < 2688 /
+        FLT_MAX (the scale would overflow).
     """
     if isinstance(sample, np.ndarray):
         return _numpy_scale(sample)
@@ -62,12 +74,15 @@ def act_global_scale(sample):
     if not isinstance(sample, torch.Tensor):
         raise TypeError("%s: sample must be a torch.Tensor or a numpy.ndarray, got %s"
                         % (_FN, type(sample).__name__))
-    if sample.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        raise TypeError("%s: sample must be of dtype torch.bfloat16, torch.float16 or "
-                        "torch.float32, got %s" % (_FN, sample.dtype))
+    if sample.dtype not in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
+        raise TypeError("%s: sample must be of dtype torch.bfloat16, torch.float16, "
+                        "torch.float32 or torch.float64, got %s" % (_FN, sample.dtype))
+    if not sample.numel():
+        raise _empty_error(sample.shape)
     x = sample.detach()
-    amax = x.abs().amax().to(torch.float32) if x.numel() else (
-        torch.zeros((), dtype=torch.float32, device=x.device))
+    if x.dtype == torch.float64:
+        x = x.to(torch.float32)
+    amax = x.abs().amax().to(torch.float32)
     one = torch.ones((), dtype=torch.float32, device=x.device)
     v = torch.where(amax > 0, torch.full_like(one, 2688.0) / torch.where(amax > 0, amax, one),
                     one)

@@ -88,12 +88,21 @@ def _check_rank2(fn, name, shape, symbolic):
                                                                   _shape_str(shape)))
 
 
-def _check_weight_shape(shape):
-    """The weight's [N, K] as the op will take it. The contract's quantizer (section 5) takes
-    any K that is a multiple of 16, but the op then refuses a K that is not a multiple of 64:
-    a weight it could not be used with is refused here, naming the op's rule."""
+def _check_weight_shape(shape, cuda, op_shapes):
+    """The weight's [N, K]. The contract's quantizer (section 5) takes any N >= 1 and K a
+    multiple of 16; with op_shapes (the public function) a weight the op could not then be used
+    with is refused here, naming the op's rule: the emulator's for a CPU weight, the GPU
+    kernel's for a CUDA one (its result stays on the GPU)."""
     _check_rank2(_QUANTIZER, "weight", shape, "[N, K]")
     n, k = (int(d) for d in shape)
+    if not op_shapes:
+        return n, k
+    if cuda and (n < 128 or n % 128 or k < 256 or k % 256):
+        raise ValueError(_msg(_QUANTIZER, "weight",
+                              "[N, K] with N a positive multiple of 128 and K of 256, as the GPU "
+                              "op takes it (a CUDA weight; the emulator takes N >= 1 and K a "
+                              "multiple of 64: quantize a CPU copy for it)",
+                              "shape %s" % _shape_str(shape)))
     if n < 1 or k < 64 or k % 64:
         raise ValueError(_msg(_QUANTIZER, "weight",
                               "[N, K] with N >= 1 and K a positive multiple of 64, as the op "
@@ -327,7 +336,8 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
       TypeError: an operand of the wrong type or dtype (e.g. gate_index not int32), or a
         keyword extra that is not a string.
       ValueError: shapes that disagree (messages name the operand and the expected shape,
-        e.g. "residual must have shape [M, N] = [37, 128], got [37, 64]"), K not a positive
+        e.g. "residual must have shape [M, N] = [37, 128] (M = 37 from attn_out [M, K], N =
+        128 from o_weight_q [N, K/2]), got [37, 64]"), K not a positive
         multiple of 64 (the GPU: of 256, N of 128), more than 4 dimensions, non-contiguous or
         read-only outputs, forbidden aliasing, a global scale that is not finite and > 0, an
         unknown keyword value, operands on different devices.
@@ -365,9 +375,9 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     raise TypeError(_msg(_OP, "attn_out", "a torch.Tensor or a numpy.ndarray", _kind_of(attn_out)))
 
 
-def _quantize_weight_cuda(weight, is_f32):
+def _quantize_weight_cuda(weight, is_f32, op_shapes):
     """The GPU quantizer on a CUDA weight: outputs on its device, w_gs as a [1] tensor there."""
-    n, k = _check_weight_shape(tuple(weight.shape))
+    n, k = _check_weight_shape(tuple(weight.shape), True, op_shapes)
     w = weight.detach()
     if not w.is_contiguous() or w.data_ptr() % 16 != 0:
         w = w.clone(memory_format=_torch.contiguous_format)  # a fresh, aligned copy
@@ -399,12 +409,20 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
     Raises:
       TypeError: weight is not a torch tensor or NumPy array of bf16 (NumPy: uint16 bit
         patterns or ml_dtypes.bfloat16) or float32.
-      ValueError: weight is not 2-D, N is 0, K is not a positive multiple of 64 (what the op
-        takes; the contract's quantizer alone would take 16), a value is not finite,
+      ValueError: weight is not 2-D, or of a shape the op cannot take - N < 1 or K not a
+        positive multiple of 64; for a CUDA weight (the GPU op's rule) N not a positive multiple
+        of 128 or K of 256 - (the contract's quantizer alone would take any K % 16 == 0), a
+        value is not finite,
         or the global scale 2688 / amax would overflow float32.
       RuntimeError (CUDA weights): a CUDA error, an unsupported GPU, the current stream being
         captured.
     """
+    return _quantize_weight(weight, op_shapes=True)
+
+
+def _quantize_weight(weight, op_shapes):
+    """quantize_minimax_h3_o_weight_nvfp4; op_shapes=False: the contract's quantizer alone (any
+    N >= 1, K a multiple of 16; the tests of section 5 use it)."""
     is_torch = _torch is not None and isinstance(weight, _torch.Tensor)
     if is_torch:
         if weight.dtype not in (_torch.bfloat16, _torch.float32):
@@ -412,7 +430,7 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
                                  str(weight.dtype)))
         is_f32 = weight.dtype == _torch.float32
         if weight.is_cuda:
-            return _quantize_weight_cuda(weight, is_f32)
+            return _quantize_weight_cuda(weight, is_f32, op_shapes)
         host = weight.detach().to("cpu").contiguous()
         if not is_f32:
             host = host.view(_torch.int16)
@@ -427,7 +445,7 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
     else:
         raise TypeError(_msg(_QUANTIZER, "weight", "a torch.Tensor or a numpy.ndarray",
                              _kind_of(weight)))
-    n, k = _check_weight_shape(w.shape)
+    n, k = _check_weight_shape(w.shape, False, op_shapes)
     q = np.zeros((n, k // 2), dtype=np.uint8)
     sf = np.zeros(_sf_shape(n, k), dtype=np.uint8)
     gs = ctypes.c_float(0.0)

@@ -21,6 +21,14 @@ from .diffusion_ops import minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weig
 _PLAIN_GETATTRIBUTE = torch.nn.Module.__getattribute__
 
 
+def _sample_on(cls, name, sample, device):
+    """A calibration sample moved to the module's device; anything but a tensor is refused."""
+    if not isinstance(sample, torch.Tensor):
+        raise TypeError("%s: %s must be a torch.Tensor, got %s" % (cls, name,
+                                                                 type(sample).__name__))
+    return sample.to(device)
+
+
 class NVFP4GatedResidualLinear(torch.nn.Module):
     """NVFP4 linear (no bias) + gated residual. Built from a bf16 (or f32) weight [N, K] (an
     nn.Linear(K, N).weight), quantized once (quantize_minimax_h3_o_weight_nvfp4) and kept as
@@ -55,7 +63,8 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
             if act_global_scale is not None:
                 raise ValueError("%s: give act_global_scale or calibration_sample, not both"
                                  % cls)
-            act = calibration.act_global_scale(calibration_sample.to(weight.device))
+            act = calibration.act_global_scale(
+                _sample_on(cls, "calibration_sample", calibration_sample, weight.device))
         elif isinstance(act_global_scale, torch.Tensor):
             act = act_global_scale.detach().to(device=weight.device, dtype=torch.float32)
             act = act.reshape(1).clone()
@@ -79,9 +88,10 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
 
     @torch.no_grad()
     def calibrate(self, sample):
-        """Sets act_global_scale = RN(2688 / amax(|sample|)) (no host synchronization)."""
+        """Sets act_global_scale = RN(2688 / amax(|sample|)); a bad sample is refused
+        (calibration.act_global_scale), at the cost of one host synchronization on a GPU."""
         self.act_global_scale.copy_(calibration.act_global_scale(
-            sample.to(self.act_global_scale.device)))
+            _sample_on(type(self).__name__, "sample", sample, self.act_global_scale.device)))
         return self
 
     def forward(self, x, residual, gate, gate_index, *, out=None):

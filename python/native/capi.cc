@@ -26,7 +26,6 @@
 #include "core/version.h"
 #include "emulator/check.h"
 #include "emulator/op.h"
-#include "emulator/weight.h"
 #include "kernels/out_proj.h"
 #include "kernels/out_proj_internal.h"  // OutProjCudaError: the host API's wording
 #include "python/native/capi_arrays.h"
@@ -35,7 +34,6 @@
 namespace {
 
 constexpr char kOp[] = "minimax_h3_nvfp4_out_proj";
-constexpr char kQuantizer[] = "quantize_minimax_h3_o_weight_nvfp4";
 
 using ::h3::capi::Done;
 using ::h3::capi::Fail;
@@ -45,24 +43,17 @@ absl::Status Invalid(const absl::FormatSpec<const char*, std::string, std::strin
   return absl::InvalidArgumentError(absl::StrFormat(f, name, want, got));
 }
 
+using h3::capi::HasShape;
 using h3::capi::Numel;
 using h3::capi::ShapeStr;
 
-bool HasShape(const H3Array& a, std::initializer_list<int64_t> want) {
-  if (a.ndim != static_cast<int64_t>(want.size())) return false;
-  int i = 0;
-  for (int64_t w : want) {
-    if (a.shape[i++] != w) return false;
-  }
-  return true;
-}
 
 struct Dims {
   int64_t m, n, k, g;
 };
 
-// Where the symbols `which` ("M", "N", "K", in any combination) come from, for a message: an
-// error in the operand that fixed M, N or K must not be read as one in the operand named.
+// Where the symbols `which` ("M", "N", "K", "G", in any combination) come from, for a message:
+// an error in the operand that fixed M, N or K must not be read as one in the operand named.
 std::string SymbolSources(const Dims& d, const std::string& which) {
   std::vector<std::string> parts;
   const bool m = which.find('M') != std::string::npos, k = which.find('K') != std::string::npos;
@@ -71,6 +62,9 @@ std::string SymbolSources(const Dims& d, const std::string& which) {
   if (!m && k) parts.push_back(absl::StrFormat("K = %d from attn_out [M, K]", d.k));
   if (which.find('N') != std::string::npos) {
     parts.push_back(absl::StrFormat("N = %d from o_weight_q [N, K/2]", d.n));
+  }
+  if (which.find('G') != std::string::npos) {
+    parts.push_back(absl::StrFormat("G = %d from gate [G, N]", d.g));
   }
   return absl::StrJoin(parts, ", ");
 }
@@ -136,10 +130,11 @@ absl::Status CheckOperands(const H3OutProjArgs* a, Dims* d, BackendShape backend
   d->g = a->gate.shape[0];
   if (!(s = backend_shape(*d)).ok()) return s;
   const int64_t m = d->m, n = d->n, k = d->k, g = d->g;
-  // A weight given transposed ([K/2, N]) is said so: N is read from its rows, so the
-  // expected shape alone would show a K/2 that looks right.
-  const bool transposed = a->o_weight_q.shape[0] == k / 2 && a->o_weight_q.shape[1] != k / 2;
-  if (!(s = CheckShape("o_weight_q", a->o_weight_q, "[N, K/2]", {n, k / 2}, *d, "K",
+  // A weight given transposed, [K/2, N] with N the gate's, is said so: N is read from its own
+  // rows, so the expected shape alone would show a K/2 that looks right.
+  const bool transposed = a->o_weight_q.shape[0] == k / 2 &&
+                          a->o_weight_q.shape[1] == a->gate.shape[1] && a->gate.shape[1] != k / 2;
+  if (!(s = CheckShape("o_weight_q", a->o_weight_q, "[N, K/2]", {n, k / 2}, *d, "NK",
                        transposed ? "; is it transposed? o_weight_q is [N, K/2]" : ""))
            .ok()) {
     return s;
@@ -301,7 +296,11 @@ absl::Status RunGpu(const H3OutProjArgs* a, void* stream, bool* capturing) {
     shape_only.n = d.n;
     shape_only.k = d.k;
     shape_only.g = d.g;
-    return h3::MinimaxH3Nvfp4OutProj(shape_only, nullptr, h3::CheckMode::kAsync);
+    absl::Status s = h3::MinimaxH3Nvfp4OutProj(shape_only, nullptr, h3::CheckMode::kAsync);
+    // The host API names its fields (n, k, g); the operands they came from are added here.
+    if (s.ok()) return s;
+    return absl::Status(s.code(),
+                        absl::StrCat(s.message(), " (", SymbolSources(d, "MNKG"), ")"));
   };
   Dims d{};
   if (absl::Status s = CheckOperands(a, &d, kernel_shape_rule); !s.ok()) return s;
@@ -451,47 +450,6 @@ int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64
     buf[n] = '\0';
   }
   return Done(absl::OkStatus());
-}
-
-int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
-                               H3Array* sf, float* global_scale) {
-  for (const auto& [name, ptr] : {std::pair<const char*, const void*>{"weight", weight},
-                                  {"q", q},
-                                  {"sf", sf},
-                                  {"global_scale", global_scale}}) {
-    if (ptr == nullptr) {
-      return Fail(absl::InvalidArgumentError(
-                      absl::StrFormat("%s: expected a pointer, got null", name)),
-                  kQuantizer);
-    }
-  }
-  if (weight->ndim != 2) {
-    return Fail(Invalid("quantize_minimax_h3_o_weight_nvfp4: %s must be %s, got shape %s", "weight",
-                        "2-D [N, K]", ShapeStr(*weight)),
-                kQuantizer);
-  }
-  const int64_t n = weight->shape[0], k = weight->shape[1];
-  if (weight->data == nullptr && n * k > 0) {
-    return Fail(absl::InvalidArgumentError("weight must be host memory, got null"), kQuantizer);
-  }
-  absl::StatusOr<h3::QuantizedWeight> w =
-      weight_is_f32 ? h3::QuantizeWeightF32(In<float>(*weight, n * k), n, k)
-                    : h3::QuantizeWeightBf16(In<uint16_t>(*weight, n * k), n, k);
-  if (!w.ok()) return Fail(w.status(), kQuantizer);
-  if (!HasShape(*q, {n, k / 2}) || q->data == nullptr) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-                    "q must have shape [N, K/2] = [%d, %d], got %s", n, k / 2, ShapeStr(*q))),
-                kQuantizer);
-  }
-  if (Numel(*sf) != static_cast<int64_t>(w->sf.size()) || sf->data == nullptr) {
-    return Fail(absl::InvalidArgumentError(
-                    absl::StrFormat("sf must be %d bytes, got %d", w->sf.size(), Numel(*sf))),
-                kQuantizer);
-  }
-  std::memcpy(q->data, w->q.data(), w->q.size());
-  std::memcpy(sf->data, w->sf.data(), w->sf.size());
-  *global_scale = w->global_scale;
-  return Done(absl::OkStatus(), kQuantizer);
 }
 
 int32_t h3_out_envelope_cpu(const H3OutProjArgs* args, const int64_t* rows, int64_t nrows,

@@ -4,6 +4,7 @@
 // What the C ABI's entry points say about an H3Array in their messages (capi.h: at most 4-D).
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,16 @@ inline int64_t Numel(const H3Array& a) {
   int64_t n = 1;
   for (int64_t i = 0; i < a.ndim && i < 4; ++i) n *= a.shape[i];
   return n;
+}
+
+// Whether `a` is exactly of shape `want` (rank included).
+inline bool HasShape(const H3Array& a, std::initializer_list<int64_t> want) {
+  if (a.ndim != static_cast<int64_t>(want.size())) return false;
+  int i = 0;
+  for (int64_t w : want) {
+    if (a.shape[i++] != w) return false;
+  }
+  return true;
 }
 
 }  // namespace h3::capi

@@ -35,6 +35,7 @@ if os.environ.get("TEST_SRCDIR"):
 import minimax_h3_nvfp4  # noqa: E402
 from minimax_h3_nvfp4 import bf16  # noqa: E402
 from minimax_h3_nvfp4 import calibration  # noqa: E402
+from minimax_h3_nvfp4 import diffusion_ops  # noqa: E402
 from minimax_h3_nvfp4 import testing  # noqa: E402
 from minimax_h3_nvfp4.diffusion_ops import (  # noqa: E402
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
@@ -251,20 +252,6 @@ class BuffersTest(unittest.TestCase):
         np.testing.assert_array_equal(fast[outside], args[7][outside])
 
 
-def c_abi_quantize(w):
-    """h3_quantize_weight_cpu itself (contract section 5, any K % 16 == 0): (q, sf, gs)."""
-    from minimax_h3_nvfp4 import _native
-    n, k = w.shape
-    q = np.zeros((n, k // 2), np.uint8)
-    sf = np.zeros(((n + 127) // 128 * 128, ((k + 15) // 16 + 3) // 4 * 4), np.uint8)
-    gs = ctypes.c_float(0.0)
-    wa, qa, sfa = (_native.make_array(x.ctypes.data, x.shape) for x in (w, q, sf))
-    _native.check(_native.lib().h3_quantize_weight_cpu(
-        ctypes.byref(wa), 1 if w.dtype == np.float32 else 0, ctypes.byref(qa), ctypes.byref(sfa),
-        ctypes.byref(gs)))
-    return q, sf, np.array([gs.value], np.float32)
-
-
 class WeightQuantizerTest(unittest.TestCase):
     """quantize_minimax_h3_o_weight_nvfp4 against testdata's section-5 goldens, bit for bit."""
 
@@ -278,11 +265,11 @@ class WeightQuantizerTest(unittest.TestCase):
                 if g["w"].shape[1] % 64 == 0:
                     q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(g["w"])
                 else:
-                    # The contract's quantizer takes K % 16 == 0 (section 5); the Python API
-                    # refuses a K the op cannot use, so the C ABI's quantizer is held to it.
+                    # The contract's quantizer takes K % 16 == 0 (section 5); the public
+                    # function refuses a K the op cannot use, so its core is held to it.
                     with self.assertRaisesRegex(ValueError, r"K a positive multiple of 64"):
                         quantize_minimax_h3_o_weight_nvfp4(g["w"])
-                    q, sf, gs = c_abi_quantize(g["w"])
+                    q, sf, gs = diffusion_ops._quantize_weight(g["w"], op_shapes=False)
                 self.assertEqual((q.dtype, sf.dtype, gs.dtype),
                                  (np.dtype(np.uint8), np.dtype(np.uint8), np.dtype(np.float32)))
                 np.testing.assert_array_equal(q, g["q"])
@@ -329,15 +316,18 @@ class Bf16Test(unittest.TestCase):
         f = "act_global_scale: "
         rows = [  # (what, sample, exception, message regex)
             ("NaN in bf16", nan_bf16, ValueError,
-             r"^%ssample must be finite, got 1 non-finite of 4 values \(the first at index "
-             r"\[0, 1\]\)$" % f),
+             r"^%ssample must be finite in float32, got 1 non-finite of 4 values \(the first at "
+             r"index \[0, 1\]\)$" % f),
             ("inf in float32", inf_f32, ValueError,
-             r"^%ssample must be finite, got 2 non-finite of 3 values \(the first at index "
-             r"\[1\]\)$" % f),
+             r"^%ssample must be finite in float32, got 2 non-finite of 3 values \(the first at "
+             r"index \[1\]\)$" % f),
+            ("float64 beyond float32", np.array([1.0, 1e39]), ValueError,
+             r"^%ssample must be finite in float32, got 1 non-finite of 2 values" % f),
             ("int64", np.arange(4, dtype=np.int64), TypeError,
              r"^%ssample must be bfloat16 \(uint16 bit patterns or ml_dtypes.bfloat16\), "
-             r"float16 or float32, got int64$" % f),
-            ("float64", np.ones(4), TypeError, r"float16 or float32, got float64$"),
+             r"float16, float32 or float64, got int64$" % f),
+            ("empty", np.zeros((0, 7168), np.uint16), ValueError,
+             r"^%ssample must have at least one value, got shape \[0, 7168\]$" % f),
             ("amax overflows the scale", np.full(3, 1e-38, np.float32), ValueError,
              r"^%ssample's amax must be >= 2688 / FLT_MAX \(the scale 2688 / amax must be a "
              r"finite float32\), got amax 9\.99.*e-39$" % f),
@@ -348,6 +338,10 @@ class Bf16Test(unittest.TestCase):
             with self.subTest(what):
                 with self.assertRaisesRegex(exc, pattern):
                     calibration.act_global_scale(sample)
+        # float64 is rounded to float32 first: the scale of its float32 copy.
+        x = np.array([0.1, -3.3, 2.0])
+        np.testing.assert_array_equal(calibration.act_global_scale(x),
+                                      calibration.act_global_scale(x.astype(np.float32)))
 
 
 class ErrorTest(unittest.TestCase):
@@ -459,15 +453,25 @@ class ErrorTest(unittest.TestCase):
              r"\[M, K\]\), got \[37, 2, 64\]$" % OP),
             # A transposed weight: K/2 looks right in the expected shape, so the message says
             # where K came from and asks.
-            # (N = 64 here, so that the transpose [K/2, N] = [128, 64] differs from [N, K/2].)
-            ("o_weight_q transposed", {"o_weight_q": np.zeros((128, 64), np.uint8)}, {},
+            # A weight [N, K/2] of N = 64 given transposed ([K/2, N] = [128, 64]), with the
+            # gate, residual and out of N = 64: N is read from its rows (128), and the message
+            # asks.
+            ("o_weight_q transposed", {"o_weight_q": np.zeros((128, 64), np.uint8),
+                                       "gate": np.zeros((9, 64), np.uint16),
+                                       "residual": np.zeros((37, 64), np.uint16)},
+             {"out": np.zeros((37, 64), np.uint16)}, ValueError,
+             r"^%s: o_weight_q must have shape \[N, K/2\] = \[128, 128\] \(K = 256 from attn_out "
+             r"\[M, K\], N = 128 from o_weight_q \[N, K/2\]; is it transposed\? o_weight_q is "
+             r"\[N, K/2\]\), got \[128, 64\]$" % OP),
+            # The same shape with the gate's N = 128: a weight of another K, no such question.
+            ("o_weight_q of K = 128", {"o_weight_q": np.zeros((128, 64), np.uint8)}, {},
              ValueError, r"^%s: o_weight_q must have shape \[N, K/2\] = \[128, 128\] \(K = 256 "
-             r"from attn_out \[M, K\]; is it transposed\? o_weight_q is \[N, K/2\]\), got "
-             r"\[128, 64\]$" % OP),
+             r"from attn_out \[M, K\], N = 128 from o_weight_q \[N, K/2\]\), got \[128, 64\]$"
+             % OP),
             # attn_out of another K: the message names attn_out as the source of K.
             ("attn_out K = 320", {"attn_out": np.zeros((37, 320), np.uint16)}, {}, ValueError,
              r"^%s: o_weight_q must have shape \[N, K/2\] = \[128, 160\] \(K = 320 from attn_out "
-             r"\[M, K\]\), got \[128, 128\]$" % OP),
+             r"\[M, K\], N = 128 from o_weight_q \[N, K/2\]\), got \[128, 128\]$" % OP),
             # A missing operand (None) is a TypeError naming it; residual=None never means
             # "in place" (two absent operands are not an alias).
             ("residual None", {"residual": None}, {}, TypeError,

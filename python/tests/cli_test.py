@@ -236,7 +236,9 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("minimax_h3_nvfp4 %s" % minimax_h3_nvfp4.__version__, p.stdout)
         lines = p.stdout.splitlines()
-        self.assertIn("  tile configs:   auto, %s (default), 128x256, 128x128" % DEFAULT, lines)
+        self.assertIn("  tile configs:   auto (the API's default: resolved per call, below), "
+                      "%s (the registry's default: auto's fallback), 128x256, 128x128" % DEFAULT,
+                      lines)
         if _native.device_count()[0] == 0:
             self.assertIn("CUDA devices: none: emulator only (", p.stdout)
             self.assertNotIn("on cuda:", p.stdout)

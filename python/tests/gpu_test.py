@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 import minimax_h3_nvfp4
-from minimax_h3_nvfp4 import _eager, _native, _torch_op, bf16, calibration, testing
+from minimax_h3_nvfp4 import _eager, _native, _torch_op, bf16, calibration, diffusion_ops, testing
 from minimax_h3_nvfp4.diffusion_ops import (
     minimax_h3_nvfp4_out_proj, quantize_minimax_h3_o_weight_nvfp4)
 
@@ -442,6 +442,13 @@ class ModuleTest(unittest.TestCase):
         tc, tg = gpu_args(case2, torch.device("cpu")), gpu_args(case2)
         np.testing.assert_array_equal(bits(cpu_mod(tc[0], tc[7], tc[5], tc[6])),
                                       bits(gpu_mod(tg[0], tg[7], tg[5], tg[6])))
+        # A missing operand is the module's TypeError naming it, on CUDA as on the CPU.
+        ops = [tg[0], tg[7], tg[5], tg[6]]
+        for i, name in enumerate(("attn_out", "residual", "gate", "gate_index")):
+            with self.subTest(missing=name), self.assertRaisesRegex(
+                    TypeError, r"^MiniMaxH3NVFP4OutProj: %s must be a torch.Tensor, got "
+                    r"NoneType$" % name):
+                gpu_mod(*(ops[:i] + [None] + ops[i + 1:]))
 
     def test_calibration(self):
         x = torch.randn(128, 7168, dtype=torch.bfloat16, device=DEV)
@@ -499,10 +506,12 @@ class WeightQuantizerTest(unittest.TestCase):
     weight on the CPU: q, sf and the global scale bit for bit; errors alike; its time."""
 
     def assert_same(self, name, w_cuda):
-        q, sf, gs = quantize_minimax_h3_o_weight_nvfp4(w_cuda)
+        # The contract's quantizer on any legal shape (the public function also refuses the
+        # shapes the op cannot take: test_errors_as_on_the_cpu).
+        q, sf, gs = diffusion_ops._quantize_weight(w_cuda, op_shapes=False)
         for t in (q, sf, gs):
             self.assertEqual(t.device, w_cuda.device, name)
-        cq, csf, cgs = quantize_minimax_h3_o_weight_nvfp4(w_cuda.cpu())
+        cq, csf, cgs = diffusion_ops._quantize_weight(w_cuda.cpu(), op_shapes=False)
         np.testing.assert_array_equal(q.cpu().numpy(), cq.numpy(), err_msg=name + ": codes")
         np.testing.assert_array_equal(sf.cpu().numpy(), csf.numpy(), err_msg=name + ": scales")
         self.assertEqual(gs.cpu().numpy().view(np.uint32).tolist(),
@@ -531,16 +540,20 @@ class WeightQuantizerTest(unittest.TestCase):
             msgs = []
             for t in (to_torch(bad), to_torch(bad, "cpu")):
                 with self.assertRaises(ValueError) as cm:
-                    quantize_minimax_h3_o_weight_nvfp4(t)
+                    diffusion_ops._quantize_weight(t, op_shapes=False)
                 msgs.append(str(cm.exception))
             self.assertEqual(msgs[0], msgs[1])
-        for shape in ((4, 40), (4, 48)):  # refused before the GPU quantizer runs
-            with self.assertRaisesRegex(ValueError, r"weight must be \[N, K\] with N >= 1 and K "
-                                        r"a positive multiple of 64, .*got shape \[4, %d\]$"
-                                        % shape[1]):
+        # A CUDA weight the GPU op could not take is refused before the GPU quantizer runs
+        # (its result would stay on the GPU); a CPU copy of it goes to the emulator's rule.
+        for shape in ((4, 40), (4, 48), (128, 64), (128, 192), (64, 256), (200, 256)):
+            with self.subTest(shape=shape), self.assertRaisesRegex(
+                    ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight must be \[N, K\] "
+                    r"with N a positive multiple of 128 and K of 256, as the GPU op takes it "
+                    r"\(a CUDA weight; .*\), got shape \[%d, %d\]$" % shape):
                 quantize_minimax_h3_o_weight_nvfp4(torch.zeros(*shape, device=DEV))
+        quantize_minimax_h3_o_weight_nvfp4(torch.zeros(128, 64))  # the emulator takes it
         g = torch.cuda.CUDAGraph()
-        w = torch.ones(128, 64, dtype=torch.bfloat16, device=DEV)
+        w = torch.ones(128, 256, dtype=torch.bfloat16, device=DEV)
         with self.assertRaisesRegex(RuntimeError, r"stream must not be capturing"):
             with torch.cuda.graph(g):
                 quantize_minimax_h3_o_weight_nvfp4(w)
@@ -857,17 +870,25 @@ class ErrorTest(unittest.TestCase):
 
     def test_shapes_and_layout(self):
         t = self.t
-        self.call(ValueError, r"^%s: k must be a positive multiple of 256, got 64$" % OP,
+        self.call(ValueError, r"^%s: k must be a positive multiple of 256, got 64 \(M = 64, "
+                  r"K = 64 from attn_out \[M, K\], N = 5376 from o_weight_q \[N, K/2\], G = 9 "
+                  r"from gate \[G, N\]\)$" % OP,
                   {"attn_out": t[0][:, :64].contiguous(), "o_weight_q": t[1][:, :32].contiguous(),
                    "o_weight_sf": t[2].reshape(-1)[:5376 * 4].contiguous()})
-        self.call(ValueError, r"^%s: n must be a positive multiple of 128, got 64$" % OP,
+        self.call(ValueError, r"^%s: n must be a positive multiple of 128, got 64 \(M = 64, "
+                  r"K = 7168 from attn_out \[M, K\], N = 64 from o_weight_q \[N, K/2\], G = 9 "
+                  r"from gate \[G, N\]\)$" % OP,
                   {"o_weight_q": t[1][:64].contiguous(), "gate": t[5][:, :64].contiguous()})
         self.call(ValueError, r"residual must have shape \[M, N\] = \[64, 5376\] \(M = 64 from "
                   r"attn_out \[M, K\], N = 5376 from o_weight_q \[N, K/2\]\), got \[64, 5375\]",
                   {"residual": t[7][:, :5375].contiguous()})
+        # attn_out with K = 7104 (the weight's is 7168): the GPU's K rule, naming attn_out.
+        self.call(ValueError, r"^%s: k must be a positive multiple of 256, got 7104 \(M = 64, "
+                  r"K = 7104 from attn_out" % OP, {"attn_out": t[0][:, :7104].contiguous()})
         # The MiniMax-H3 weight given transposed ([K/2, N] = [3584, 5376]).
         self.call(ValueError, r"^%s: o_weight_q must have shape \[N, K/2\] = \[3584, 3584\] "
-                  r"\(K = 7168 from attn_out \[M, K\]; is it transposed\? o_weight_q is "
+                  r"\(K = 7168 from attn_out \[M, K\], N = 3584 from o_weight_q \[N, K/2\]; is "
+                  r"it transposed\? o_weight_q is "
                   r"\[N, K/2\]\), got \[3584, 5376\]$" % OP,
                   {"o_weight_q": t[1].t().contiguous()})
         self.call(ValueError, r"attn_out must be contiguous \(dense, row-major\), got strides",

@@ -48,12 +48,16 @@ def calibration_rows(device):
     nan = torch.tensor([[1.0, float("nan")], [2.0, 3.0]], dtype=torch.bfloat16, device=device)
     inf = torch.tensor([1.0, -float("inf"), float("inf")], device=device)
     return [
-        ("NaN in bf16", nan, ValueError, r"^%ssample must be finite, got 1 non-finite of 4 "
-         r"values \(the first at index \[0, 1\]\)$" % f),
-        ("inf in float32", inf, ValueError, r"^%ssample must be finite, got 2 non-finite of 3 "
-         r"values \(the first at index \[1\]\)$" % f),
+        ("NaN in bf16", nan, ValueError, r"^%ssample must be finite in float32, got 1 "
+         r"non-finite of 4 values \(the first at index \[0, 1\]\)$" % f),
+        ("inf in float32", inf, ValueError, r"^%ssample must be finite in float32, got 2 "
+         r"non-finite of 3 values \(the first at index \[1\]\)$" % f),
+        ("float64 beyond float32", torch.tensor([1.0, 1e39], dtype=torch.float64, device=device),
+         ValueError, r"^%ssample must be finite in float32, got 1 non-finite of 2 values" % f),
         ("int64", torch.arange(4, device=device), TypeError, r"^%ssample must be of dtype "
-         r"torch.bfloat16, torch.float16 or torch.float32, got torch.int64$" % f),
+         r"torch.bfloat16, torch.float16, torch.float32 or torch.float64, got torch.int64$" % f),
+        ("empty", torch.zeros(0, 7168, dtype=torch.bfloat16, device=device), ValueError,
+         r"^%ssample must have at least one value, got shape \[0, 7168\]$" % f),
         ("amax overflows the scale", torch.full((3,), 1e-38, device=device), ValueError,
          r"^%ssample's amax must be >= 2688 / FLT_MAX .*got amax 9\.99.*e-39$" % f),
     ]
@@ -67,11 +71,28 @@ class FunctionalTest(unittest.TestCase):
             with self.subTest(what):
                 with self.assertRaisesRegex(exc, pattern):
                     calibration.act_global_scale(sample)
-        # The module's calibration goes through the same check.
+        # The module's calibration goes through the same check, and names a sample that is
+        # not a tensor.
         w = torch.zeros(128, 256, dtype=torch.bfloat16)
         with self.assertRaisesRegex(ValueError, r"sample must be finite"):
             minimax_h3_nvfp4.NVFP4GatedResidualLinear(
                 w, calibration_sample=torch.full((2, 256), float("nan")))
+        with self.assertRaisesRegex(TypeError, r"^NVFP4GatedResidualLinear: calibration_sample "
+                                    r"must be a torch.Tensor, got ndarray$"):
+            minimax_h3_nvfp4.NVFP4GatedResidualLinear(w, calibration_sample=np.ones((2, 256)))
+        mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(w, act_global_scale=1.0)
+        with self.assertRaisesRegex(TypeError, r"^MiniMaxH3NVFP4OutProj: sample must be a "
+                                    r"torch.Tensor, got list$"):
+            mod.calibrate([1.0])
+        with self.assertRaisesRegex(ValueError, r"sample must have at least one value"):
+            mod.calibrate(torch.zeros(0, 256))
+        self.assertEqual(mod.act_global_scale.item(), 1.0)  # nothing changed by a refusal
+        # The quantizer refuses a weight the op could not use (item 5), torch CPU as NumPy.
+        for shape in ((128, 48), (128, 80)):
+            with self.assertRaisesRegex(ValueError, r"^quantize_minimax_h3_o_weight_nvfp4: weight "
+                                        r"must be \[N, K\] with N >= 1 and K a positive multiple "
+                                        r"of 64, .*got shape \[128, %d\]$" % shape[1]):
+                quantize_minimax_h3_o_weight_nvfp4(torch.zeros(shape, dtype=torch.bfloat16))
 
     @classmethod
     def setUpClass(cls):
@@ -326,7 +347,11 @@ class FastPathTest(unittest.TestCase):
             ("sm90_emulation", args, {"sm90_emulation": 1}),
             # Shapes whose message names where K came from (and asks about a transpose).
             ("attn_out K = 320", rep(0, torch.zeros(m, 320, dtype=torch.bfloat16)), {}),
-            ("o_weight_q transposed", rep(1, torch.zeros(k // 2, 64, dtype=torch.uint8)), {}),
+            # A weight [N, K/2] of N = 64 given transposed, with the gate and residual of N = 64.
+            ("o_weight_q transposed",
+             [args[0], torch.zeros(k // 2, 64, dtype=torch.uint8)] + args[2:5]
+             + [torch.zeros(9, 64, dtype=torch.bfloat16), args[6],
+                torch.zeros(m, 64, dtype=torch.bfloat16)], {}),
         ] + [
             # A None for each required operand, with out given and without.
             ("%s None%s" % (ARGS[i], ", out given" if kw else ""), rep(i, None), kw)

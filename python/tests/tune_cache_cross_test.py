@@ -55,11 +55,6 @@ def variant_of(props, sm90_emulation):
     return tuning.variant(props, sm90_emulation)
 
 
-def concrete(name):
-    """Python's "auto" (the heuristic's "the registry's default") as the registry name."""
-    return next(t for t in _native.tiles() if t != "auto") if name == "auto" else name
-
-
 def cpp_resolve(path, props, n, k, variant, ms):
     """{m: (tile, "tuned"|"heuristic")} and the warnings, from the C++ reader."""
     r = subprocess.run([TOOL, "resolve", path, device_arg(props), variant, str(n), str(k)]
@@ -79,7 +74,7 @@ def py_resolve(path, props, n, k, sm90_emulation, ms):
         got = {}
         for m in ms:
             name, how = c.choose(props, m, n, k, sm90_emulation)
-            got[m] = (concrete(name), how)
+            got[m] = (tuning.concrete(name), how)
     return got, [str(x.message) for x in w]
 
 
@@ -234,7 +229,7 @@ class CrossTest(unittest.TestCase):
                                capture_output=True, text=True, check=True)
             cpp = {int(m): t for m, t in (line.split() for line in r.stdout.splitlines())}
             props = dict(H200, major=major)
-            py = {m: concrete(tuning.heuristic(props, m)) for m in MS}
+            py = {m: tuning.concrete(tuning.heuristic(props, m)) for m in MS}
             self.assertEqual(cpp, py, major)
 
     def test_resolve_never_passes_code_zero(self):
@@ -243,7 +238,7 @@ class CrossTest(unittest.TestCase):
         c = tuning.Cache(self.path)
         c._devices[0] = H200
         self.assertEqual(c.resolve(0, 128, 5376, 7168, "faithful"),
-                         _native.tiles()[concrete("auto")])
+                         _native.tiles()[tuning.concrete("auto")])
         self.assertNotEqual(c.resolve(0, 128, 5376, 7168, "faithful"), 0)
 
 
