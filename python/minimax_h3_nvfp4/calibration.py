@@ -22,7 +22,7 @@ def _empty_error(shape):
 
 def _non_finite_error(count, total, first):
     return ValueError("%s: sample must be finite in float32, got %d non-finite of %d values (the "
-                      "first at index %s)" % (_FN, count, total, list(first)))
+                      "first at index %s)" % (_FN, count, total, [int(i) for i in first]))
 
 
 def _overflow_error(amax):
