@@ -17,10 +17,44 @@ namespace h3::kernels {
 // (cutlass sm120_smem_capacity_bytes = 101376).
 inline constexpr int kSm120SmemBytes = 101376;
 
+// How the two consumer warpgroups share the rings and the tensor pipes, as a type (as CUTLASS's
+// cooperative and ping-pong kernel schedules are): OutProjConfig derives its rings from it, and
+// the kernel asks it the fact each branch needs, never which schedule it is.
+//   kGroups        consumer groups; each owns an equal share of the tile's N columns
+//   kOwnBRings     each group waits on and releases a weight ring of its own (false: the weights
+//                  travel in the A ring's stages, which every consumer thread waits on and
+//                  releases)
+//   kSkewGate      the trailing group starts each tile only when the leader is SkewStages stages
+//                  into it (out_proj_kernel.cuh SkewGate)
+//   SkewStages(a)  that lead, for an A ring of `a` stages
+
+// Lockstep: one ring carries A and B; both warpgroups consume every stage (warpgroup w = warp
+// row w) and finish their tiles together, so the tensor pipes idle during the epilogue.
+struct LockstepSchedule {
+  static constexpr int kGroups = 1;
+  static constexpr bool kOwnBRings = false;
+  static constexpr bool kSkewGate = false;
+  static constexpr int SkewStages(int /*a_stages*/) { return 0; }
+};
+
+// Skewed: warpgroup g owns the tile's N half g (2 x 2 warps of 64 x 64), reads A from the shared
+// ring and B from a ring of its own, and the trailer runs SkewStages stages behind the leader at
+// every tile start, so each group's epilogue runs under the other group's MMAs (perf_model: the
+// skewed groups' epilogue). The lead is bounded by the A ring: the leader can use only stages
+// the trailer has not released, so the lead is the A ring's depth less one at most (deadlock-
+// free: the trailer waits for a lead the leader can always reach), and it is that much.
+struct SkewedSchedule {
+  static constexpr int kGroups = 2;  // the leader (group 0) and the trailer
+  static constexpr bool kOwnBRings = true;
+  static constexpr bool kSkewGate = true;
+  static constexpr int SkewStages(int a_stages) { return a_stages - 1; }
+};
+
 // kStages_: depth of the weight ring(s); kAStages_: depth of the activation ring (the same ring
-// unless kSkewed_); kSkewed_: the consumer warpgroups own the tile's N halves and run apart.
+// unless Schedule_ gives each group a weight ring of its own); Schedule_: LockstepSchedule or
+// SkewedSchedule.
 template <int kStages_, int kBK_, int kBN_, int kSmemBudget_, int kAStages_ = kStages_,
-          bool kSkewed_ = false>
+          class Schedule_ = LockstepSchedule>
 struct OutProjConfig {
   static constexpr int kSmemBudget = kSmemBudget_;  // bytes of dynamic shared memory per block
   // ---- CTA tile: kBM x kBN outputs, kBK k-elements per pipeline stage. ----
@@ -41,20 +75,13 @@ struct OutProjConfig {
   // Consumers: 2 warpgroups = 8 warps in a 2 (M) x 4 (N) grid, each a 64 x (kBN / 4) warp tile.
   static constexpr int kWarpsM = 2;
   static constexpr int kWarpsN = 4;
-  // Consumer groups. Lockstep (kSkewed false): one ring of kStages stages carries A and B, both
-  // warpgroups consume every stage (warpgroup w = warp row w) and finish their tiles together,
-  // so the tensor pipes idle during the epilogue. Skewed: warpgroup g owns the tile's N half g
-  // (2 x 2 warps of 64 x 64), reads A from a shared ring of kAStages stages and B from a ring of
-  // its own (kStages stages of kGroupBN rows), and runs kSkewStages stages behind the other
-  // group at every tile start, so each group's epilogue runs under the other group's MMAs
-  // (perf_model: Epilogue::kSkewedGroups). The lead is bounded by the A ring: the leader can
-  // use only stages the trailer has not released, so kSkewStages < kAStages (deadlock-free:
-  // the trailer waits for a lead the leader can always reach).
-  static constexpr bool kSkewed = kSkewed_;
-  static constexpr int kGroups = kSkewed ? 2 : 1;  // weight rings
-  static constexpr int kGroupBN = kBN / kGroups;   // weight rows per ring stage
+  // Consumer groups (the schedule above): an A ring of kAStages stages; with kOwnBRings, a
+  // weight ring of kStages stages of kGroupBN rows per group.
+  using Schedule = Schedule_;
+  static constexpr int kGroups = Schedule::kGroups;
+  static constexpr int kGroupBN = kBN / kGroups;  // weight rows per ring stage
   static constexpr int kAStages = kAStages_;
-  static constexpr int kSkewStages = kSkewed ? kAStages - 1 : 0;
+  static constexpr int kSkewStages = Schedule::SkewStages(kAStages);
   static constexpr int kConsumerWarps = kWarpsM * kWarpsN;
   static constexpr int kWarps = kProducerWarps + kConsumerWarps;
   static constexpr int kThreads = kWarps * 32;
@@ -100,9 +127,9 @@ struct OutProjConfig {
   // Bytes a stage's full barrier expects: codes and weight scales always (of the 128-row weight
   // groups that exist: N may end in half a tile, whose missing B rows TMA fills with zeros and
   // counts), the activation-scale box only with the first stage of a box.
-  // Skewed: an A stage's bytes and a B ring stage's bytes separately.
+  // Weight rings of their own: an A stage's bytes and a B ring stage's bytes separately.
   static constexpr int kStageBytes = kATileBytes + kBTileBytes + kSfbTileBytes;
-  static constexpr int kAStageBytes = kSkewed ? kATileBytes : kStageBytes;
+  static constexpr int kAStageBytes = Schedule::kOwnBRings ? kATileBytes : kStageBytes;
   static constexpr int kBStageBytes = kBRingTileBytes + kSfbRingTileBytes;
   static constexpr int kSfaBoxTxBytes = kSfaSlotBytes;
 
@@ -121,17 +148,20 @@ struct OutProjConfig {
   // stage s - kSfaSlots * kSfaStagesPerBox + kSfaStagesPerBox - 1, which must be one of those.
   static_assert(kSfaSlots * kSfaStagesPerBox >= kAStages + kSfaStagesPerBox - 1,
                 "a refilled activation-scale slot is no longer read");
-  static_assert(kSkewed ? kAStages >= kStages : kAStages == kStages,
+  static_assert(Schedule::kOwnBRings ? kAStages >= kStages : kAStages == kStages,
                 "one ring, or an A ring at least as deep as the B rings");
-  static_assert(!kSkewed || (kWarpsN % kGroups == 0 && kGroupBN % 128 == 0 &&
-                             kConsumerWarps / kGroups == 4),
-                "skewed: each group a warpgroup of whole warp columns and weight-scale groups");
-  static_assert(!kSkewed || (kSkewStages >= 1 && kSkewStages < kAStages),
+  static_assert(kGroups == 1 || (Schedule::kOwnBRings && kWarpsN % kGroups == 0 &&
+                                 kGroupBN % 128 == 0 && kConsumerWarps / kGroups == 4),
+                "groups: each a warpgroup of whole warp columns and weight-scale groups, with "
+                "a weight ring of its own");
+  static_assert(Schedule::kSkewGate ? kGroups == 2 : kSkewStages == 0,
+                "a skew gate between a leader and a trailer; no lead without one");
+  static_assert(!Schedule::kSkewGate || (kSkewStages >= 1 && kSkewStages < kAStages),
                 "the trailer waits for a lead the A ring lets the leader reach");
   // The gate of tile t is mbarrier t % 2, phase t / 2: the leader completes the phase of tile
   // t + 2 at least one stage into tile t + 2, i.e. 2 * (kKMultiple / kBK) + 1 stages ahead of a
   // trailer still before tile t: more than the A ring lets it run ahead (kAStages).
-  static_assert(!kSkewed || 2 * kSfaStagesPerBox + 1 > kAStages,
+  static_assert(!Schedule::kSkewGate || 2 * kSfaStagesPerBox + 1 > kAStages,
                 "a skew gate's phase cannot be lapped (K is a multiple of kKMultiple)");
   static_assert(kBRingTileBytes % 1024 == 0, "swizzle atoms stay aligned");
   static_assert(kBN % 128 == 0, "weight scale tile = whole 128-row swizzle groups");
@@ -156,19 +186,20 @@ struct OutProjConfig {
   static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
 };
 
-// The skewed 128 x 256 config (OutProjTile::k128x256): BK = 128, skewed groups: an A ring of 4
-// stages (8 KiB of codes each, 3 activation-scale slots of 2 KiB) and two B rings of 3 stages
-// (8 KiB of codes + 1 KiB of weight scales each): 93 KiB of the 99 KiB; 64 x 64 warp tiles with
-// setmaxnreg 56 / 224. The skew hides most of the epilogue (perf_model: `current`); its alone
+// The default (OutProjTile::k128x256Lockstep, tiles.h's first line): 128 x 256, BK = 128, both
+// warpgroups in lockstep on one ring of 3 stages of 26 KiB (+ 2 activation-scale slots): 83 KiB
+// of the 99 KiB; 64 x 64 warp tiles with setmaxnreg 56 / 224. The 128 x 256 tile halves the L2
+// and shared-memory bytes per MMA of the 128 x 128 one (the v2 ladder's L2 rung).
+using Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
+// The same tile skewed (OutProjTile::k128x256): an A ring of 4 stages (8 KiB of codes each, 3
+// activation-scale slots of 2 KiB) and two B rings of 3 stages (8 KiB of codes + 1 KiB of weight
+// scales each): 93 KiB. The skew hides most of the epilogue (perf_model: `current`); its alone
 // phases rest on one MMA warp per sub-partition keeping the tensor pipes fed (perf_model's eta).
-using Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true>;
-// The default (OutProjTile::k128x256Lockstep, tiles.h's first line): the same tile in lockstep,
-// one ring of 3 stages of 26 KiB (+ 2 activation-scale slots): 83 KiB. The 128 x 256 tile halves
-// the L2 and shared-memory bytes per MMA of the 128 x 128 one (the v2 ladder's L2 rung).
-using Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
-// The alternative the bench can pick (OutProjTile::k128x128): 128 x 128 tiles, 4 stages of
-// BK = 128, 64 x 32 warp tiles, no setmaxnreg (the ladder's L1 rung): 76 KiB.
-using Sm120Config128 = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
+using Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, SkewedSchedule>;
+// The small-M alternative (OutProjTile::k128x128, kAuto's heuristic pick on SM12x at small M):
+// 128 x 128 tiles in lockstep, 4 stages of BK = 128, 64 x 32 warp tiles, no setmaxnreg (the
+// ladder's L1 rung): 76 KiB.
+using Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
 }  // namespace h3::kernels
 
 #endif  // H3_KERNELS_CONFIG_CUH_

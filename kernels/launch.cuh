@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -75,7 +77,11 @@ auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
     case OutProjTile::kAuto:
       break;
   }
-  return WithArch<Sm120Config, Variant>(build, f);  // unreachable: the host API validated tile
+  // Unreachable: the host API validated tile. Running some other config instead would hide the
+  // bug, so it stops here, saying why.
+  std::fprintf(stderr, "h3::kernels::WithKernel: tile code %d is not a registered config\n",
+               static_cast<int>(tile));
+  std::abort();
 }
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
@@ -230,7 +236,7 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
                         Cfg::kSfaBoxBytes, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e == cudaSuccess) {
-    // One box per ring stage: the whole tile's kBN rows, or (skewed) one group's kGroupBN. The
+    // One box per ring stage: the whole tile's kBN rows, or (two groups) one group's kGroupBN. The
     // map has n rows: the missing rows of a half tile at the end of N read as zeros.
     e = EncodeU8MapMemo(&memo[2], encode, &tmap_wq, p.w_q, p.n, p.k / 2, Cfg::kGroupBN,
                         Cfg::kRowBytes, kCodeSwizzle);

@@ -36,14 +36,14 @@ struct RingWalk {
 };
 
 // Producer warp 0, one elected lane: fills the rings. It never blocks on one ring: each round
-// polls the A ring (quantizer ready flag, then a free slot) and, skewed, each group's B ring, and
-// issues what it can, so a group that is behind (its B ring full) never holds up the other. A
-// round that issued nothing sleeps in a suspending try_wait on a full ring's next slot (woken when
-// it frees, or after a hint to poll the others), or briefly while the quantizer is behind: a
-// spinning poll would take issue slots from the consumer warps of its sub-partition. The hint is
-// short while a B ring waits too: when one group runs alone (the other in its epilogue, holding
-// A slots), its B ring refills every alone stage (~0.5 us on the RTX 5090) and must not wait
-// behind an A slot that frees only when the other group is back.
+// polls the A ring (quantizer ready flag, then a free slot) and each group's own B ring (the
+// schedule's kOwnBRings: skewed), and issues what it can, so a group that is behind (its B ring
+// full) never holds up the other. A round that issued nothing sleeps in a suspending try_wait on
+// a full ring's next slot (woken when it frees, or after a hint to poll the others), or briefly
+// while the quantizer is behind: a spinning poll would take issue slots from the consumer warps
+// of its sub-partition. The hint is short while a B ring waits too: when one group runs alone
+// (the other in its epilogue, holding A slots), its B ring refills every alone stage (~0.5 us on
+// the RTX 5090) and must not wait behind an A slot that frees only when the other group is back.
 enum class RingState { kDone, kIssued, kWaitReady, kWaitSlot };
 
 template <class Cfg, class Variant>
@@ -56,7 +56,7 @@ struct Loader {
   int ksteps, chunk_elems;
   int64_t sfb_group_bytes;  // one 128-row group of weight scales: K/16/4 * 512 (K/16 % 16 == 0)
   RingWalk<Cfg, Cfg::kAStages> a;
-  RingWalk<Cfg, Cfg::kStages> b0, b1;  // skewed: each group's B ring
+  RingWalk<Cfg, Cfg::kStages> b0, b1;  // kOwnBRings: each group's B ring
   SfaPos<Cfg> sfa;
   int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
 
@@ -135,8 +135,9 @@ struct Loader {
     if (a.ks == 0) PrefetchResidual(mt, nt);
     // The first stage of an activation-scale box also loads the box (config.cuh kSfaSlots).
     const bool box = sfa.sub == 0;
-    const int sfb_missing =
-        Cfg::kSkewed ? 0 : (Cfg::kSfbGroups - SfbGroups(0, nt)) * Cfg::kSfbGroupBytes;
+    const int sfb_missing = Cfg::Schedule::kOwnBRings
+                                ? 0
+                                : (Cfg::kSfbGroups - SfbGroups(0, nt)) * Cfg::kSfbGroupBytes;
     uint64_t* full = &st.full[stage];
     ptx::MbarArriveExpectTx(full,
                             Cfg::kAStageBytes - sfb_missing + (box ? Cfg::kSfaBoxTxBytes : 0));
@@ -145,11 +146,11 @@ struct Loader {
       ptx::TmaLoad2D(st.sfa[sfa.slot], tmap_asf, full, a.ks * Cfg::kSfaRowBytes, mt * Cfg::kBM);
     }
     sfa.Advance();
-    if constexpr (!Cfg::kSkewed) LoadB(0, stage, full, a.ks, nt);
+    if constexpr (!Cfg::Schedule::kOwnBRings) LoadB(0, stage, full, a.ks, nt);
     a.Next(ksteps);
     return RingState::kIssued;
   }
-  // Skewed: one stage of consumer group `ring`'s B ring if its slot is free; tiles without that
+  // kOwnBRings: one stage of consumer group `ring`'s B ring if its slot is free; tiles without that
   // N half (half a tile at the end of N) are skipped, as the group's consumers skip them.
   __device__ __forceinline__ RingWalk<Cfg, Cfg::kStages>& WalkB(int ring) {
     static_assert(Cfg::kGroups <= 2, "b0, b1");
@@ -193,7 +194,7 @@ struct Loader {
       const RingState sa = TryA();
       bool active = sa != RingState::kDone, issued = sa == RingState::kIssued;
       int b_waiting = -1;  // the first B ring waiting for a slot
-      if constexpr (Cfg::kSkewed) {
+      if constexpr (Cfg::Schedule::kOwnBRings) {
 #pragma unroll
         for (int ring = 0; ring < Cfg::kGroups; ++ring) {
           const RingState sb = TryB(ring);
@@ -218,7 +219,7 @@ struct Loader {
                             b_waiting >= 0 ? kIdleShortNs : kIdleNs);
       } else if (sa == RingState::kWaitReady) {
         __nanosleep(64);
-      } else if constexpr (Cfg::kSkewed) {  // A done: only B rings left, all full
+      } else if constexpr (Cfg::Schedule::kOwnBRings) {  // A done: only B rings left, all full
         RingWalk<Cfg, Cfg::kStages>& w = WalkB(b_waiting);
         ptx::MbarTryWaitFor(&st.empty_b[b_waiting * Cfg::kStages + w.pos.stage],
                             w.pos.phase ^ 1u, kIdleNs);

@@ -7,7 +7,9 @@
 // Warp roles (config.cuh): warps 0..3 are the producers (producers.cuh: the load warp fills the
 // rings, three warps quantize attn_out and publish ready flags); warps 4..11 (two consumer
 // warpgroups) run the block-scaled MMAs (mainloop.cuh) and the fused epilogue (epilogue.cuh),
-// skewed a few stages apart (Cfg::kSkewed) so that one's epilogue runs under the other's MMAs.
+// as the config's schedule says (config.cuh): in lockstep on one ring (LockstepSchedule, the
+// default), or each on its N half a few stages apart (SkewedSchedule), so that one's epilogue
+// runs under the other's MMAs.
 //
 // Template parameters: Cfg (config.cuh, a tiles.h entry), Arch (arch.cuh: the target's policy)
 // and Variant: whether the quantizers publish, whether both consumer groups issue MMAs, what a
@@ -33,7 +35,7 @@
 
 namespace h3::kernels {
 
-// Skewed, the trailing group at the start of its tile t (the CTA's t-th): waits until the leading
+// kSkewGate: the trailing group at the start of its tile t (the CTA's t-th) waits until the leading
 // group is kSkewStages stages (or the whole tile) into tile t, i.e. for phase t / 2 of gate
 // t % 2 (config.cuh: never lapped). Timing only: the rings' mbarriers order every shared-memory
 // access, this keeps the groups apart. Deadlock-free: the leader reaches that lead on A stages
@@ -55,7 +57,7 @@ struct ConsumerRings {
   static constexpr uint32_t kEmptyOffset = offsetof(Storage, empty) - offsetof(Storage, full);
   static constexpr uint32_t kEmptyBOffset = offsetof(Storage, empty_b) - offsetof(Storage, full_b);
   uint32_t a, b, sfa, sfb;  // code tiles and scales
-  // The A ring's full barriers (lockstep: the ring's); skewed: the group's B ring's.
+  // The A ring's full barriers (lockstep: the ring's); kOwnBRings: the group's B ring's.
   uint32_t full, full_b;
   __device__ __forceinline__ ConsumerRings(Storage& st, int group) {
     a = ptx::SmemAddr(st.a[0]);
@@ -63,7 +65,7 @@ struct ConsumerRings {
     sfa = ptx::SmemAddr(st.sfa[0]);
     sfb = ptx::SmemAddr(st.Sfb(group, 0));
     full = ptx::SmemAddr(&st.full[0]);
-    full_b = ptx::SmemAddr(&st.full_b[Cfg::kSkewed ? group * Cfg::kStages : 0]);
+    full_b = ptx::SmemAddr(&st.full_b[Cfg::Schedule::kOwnBRings ? group * Cfg::kStages : 0]);
   }
   // Keeps them in registers (ptx::Opaque): not recomputed from the shared-memory base per stage.
   __device__ __forceinline__ void Pin() {
@@ -74,7 +76,7 @@ struct ConsumerRings {
 // One tile's stages, one ConsumeStage each, kSfaStagesPerBox at a time (the stages of one
 // activation-scale box: a tile is whole boxes, so every tile starts at a box, sfa.sub == 0).
 // kMma false: a warp whose tile lies beyond N (half a tile at the end of N) only keeps the
-// rings' pace; kHasB false: a skewed group without an N half in this tile touches only the A
+// rings' pace; kHasB false: a group without an N half in this tile touches only the A
 // ring. The thread whose publish_ks is a stage index (one thread of the leading group) arrives
 // on the tile's gate (gate) after that stage (SkewGate). Variant: the stall test's withheld
 // hand-offs and bounds.
@@ -86,7 +88,7 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
                                                   RingPos<Cfg::kStages>& rb, SfaPos<Cfg>& sfa,
                                                   int ksteps, int group, int publish_ks,
                                                   uint32_t gate, WarpAcc<Cfg>& acc) {
-  constexpr bool kB = Cfg::kSkewed && kHasB;  // a B ring of its own to wait on and release
+  constexpr bool kB = Cfg::Schedule::kOwnBRings && kHasB;  // its own B ring: wait, release
   // An A ring of a whole number of boxes' stages is at a box's first stage at every box start
   // (a tile is whole boxes, and the ring starts at stage 0): the box's stages are then a0 + sub
   // with one phase, and the ring advances once per box.
@@ -114,7 +116,7 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
         }
       }
       if constexpr (kMma) {
-        const int sb = Cfg::kSkewed ? rb.stage : sa;
+        const int sb = Cfg::Schedule::kOwnBRings ? rb.stage : sa;
         ConsumeStage<Cfg, Arch>(rings.a + sa * Cfg::kATileBytes,
                                 rings.b + sb * Cfg::kBRingTileBytes,
                                 sfa_box + sub * Cfg::kSfaRowBytes,
@@ -153,16 +155,16 @@ template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStorage<Cfg>& st,
                                              float alpha) {
   const int cw = ptx::WarpIdxUniform() - Cfg::kProducerWarps;
-  // Lockstep: warp (m, n) = (cw / kWarpsN, cw % kWarpsN). Skewed: warpgroup `group` = cw / 4
-  // owns the warp columns [group, group + 1) * kWarpsN / kGroups, as a kWarpsM x
+  // One group: warp (m, n) = (cw / kWarpsN, cw % kWarpsN). Two (skewed): warpgroup `group` =
+  // cw / 4 owns the warp columns [group, group + 1) * kWarpsN / kGroups, as a kWarpsM x
   // (kWarpsN / kGroups) grid.
   constexpr int kGroupWarps = Cfg::kConsumerWarps / Cfg::kGroups;
   constexpr int kGroupWarpsN = Cfg::kWarpsN / Cfg::kGroups;
-  const int group = Cfg::kSkewed ? cw / kGroupWarps : 0;
+  const int group = Cfg::kGroups > 1 ? cw / kGroupWarps : 0;
   const int local = cw % kGroupWarps;
   const int warp_m = local / kGroupWarpsN;
   const int warp_n = group * kGroupWarpsN + local % kGroupWarpsN;
-  const bool publisher = Cfg::kSkewed && cw == 0 && (threadIdx.x & 31) == 0;
+  const bool publisher = Cfg::Schedule::kSkewGate && cw == 0 && (threadIdx.x & 31) == 0;
   const bool mma_on = Variant::kEveryGroupMma || cw < Cfg::kConsumerWarps / 2;
   // The warp tile's origin in the ring's B tile: a multiple of kWarpTileN (64-aligned 64-wide
   // tiles: LoadStageScales pairs weight-scale words).
@@ -180,13 +182,13 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
   SfaPos<Cfg> sfa;
   for (uint32_t t = 0; sched.Valid(); sched.Next(), ++t) {
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;  // this warp's first column
-    if (Cfg::kSkewed && group == 1) {
+    if (Cfg::Schedule::kSkewGate && group == 1) {
       Variant::Pause(PauseSite::kTrailerTile, t);
       SkewGate<Variant>(st.gate, t, p, sched.mt, sched.nt);
     }
     WarpAcc<Cfg> acc;
     acc.Zero();
-    const bool has_b = !Cfg::kSkewed || RingRow0<Cfg>(group, sched.nt) < p.n;
+    const bool has_b = !Cfg::Schedule::kOwnBRings || RingRow0<Cfg>(group, sched.nt) < p.n;
     const int publish_ks =
         publisher ? (Cfg::kSkewStages < ksteps ? Cfg::kSkewStages : ksteps) - 1 : -1;
     uint32_t gate = ptx::SmemAddr(&st.gate[t & 1]);

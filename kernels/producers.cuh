@@ -34,11 +34,13 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
     // shared-memory reads, and each thread read the stage (WAR before the next TMA write).
     ptx::MbarInit(&st.empty[s], Cfg::kConsumerWarps * 32);
   }
-  if constexpr (Cfg::kSkewed) {
+  if constexpr (Cfg::Schedule::kOwnBRings) {
     for (int s = 0; s < SharedStorage<Cfg>::kBRingSlots; ++s) {
       ptx::MbarInit(&st.full_b[s], 1);
       ptx::MbarInit(&st.empty_b[s], Cfg::kConsumerWarps / Cfg::kGroups * 32);  // its group
     }
+  }
+  if constexpr (Cfg::Schedule::kSkewGate) {
     ptx::MbarInit(&st.gate[0], 1);  // the leader's publishing thread
     ptx::MbarInit(&st.gate[1], 1);
   }

@@ -10,7 +10,7 @@ namespace {
 
 // Within the SM's 64K registers (the config's own assert), beyond what a 168-register launch
 // puts in the CTA's pool.
-struct OverSplitConfig : Sm120ConfigLockstep {
+struct OverSplitConfig : Sm120Config128x256Lockstep {
   static constexpr int kProducerRegs = 48;
   static constexpr int kConsumerRegs = 232;
   static_assert(kProducerWarps * 32 * kProducerRegs + kConsumerWarps * 32 * kConsumerRegs == 65536,

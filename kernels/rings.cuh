@@ -9,25 +9,26 @@
 namespace h3::kernels {
 
 // The fused kernel's dynamic shared memory (config.cuh sizes every member). One A ring (lockstep:
-// the ring, whose stages also carry B) and, skewed, one B ring per consumer group: ring g's stage
-// s at index g * kStages + s of b[] and sfb[]. Swizzled TMA destinations need 1024-byte
-// alignment (the 128B pattern repeats every 1 KiB), bulk copies 128 bytes (16 would do).
+// the ring, whose stages also carry B) and, with the schedule's kOwnBRings (skewed), one B ring
+// per consumer group: ring g's stage s at index g * kStages + s of b[] and sfb[]. Swizzled TMA
+// destinations need 1024-byte alignment (the 128B pattern repeats every 1 KiB), bulk copies 128
+// bytes (16 would do).
 template <class Cfg>
 struct SharedStorage {
   static constexpr int kBRingSlots = Cfg::kGroups * Cfg::kStages;
-  static constexpr int kSkewBars = Cfg::kSkewed ? kBRingSlots : 1;  // no zero-length arrays
+  static constexpr int kBRingBars = Cfg::Schedule::kOwnBRings ? kBRingSlots : 1;  // no [0] arrays
 
   alignas(1024) uint8_t a[Cfg::kAStages][Cfg::kATileBytes];       // activation codes, swizzled
   alignas(1024) uint8_t b[kBRingSlots][Cfg::kBRingTileBytes];     // weight codes, swizzled
   alignas(128) uint8_t sfa[Cfg::kSfaSlots][Cfg::kSfaSlotBytes];   // activation-scale boxes
   alignas(128) uint8_t sfb[kBRingSlots][Cfg::kSfbRingTileBytes];  // weight scales, 128x4 layout
   // mbarriers. full / empty: the A ring (lockstep: the ring), the loader's arrive.expect_tx /
-  // every consumer thread. full_b / empty_b (skewed): B ring slot g * kStages + s, the loader /
-  // group g's threads. gate: the two skew gates (out_proj_kernel.cuh SkewGate).
+  // every consumer thread. full_b / empty_b (kOwnBRings): B ring slot g * kStages + s, the
+  // loader / group g's threads. gate: the two skew gates (kSkewGate; out_proj_kernel.cuh SkewGate).
   uint64_t full[Cfg::kAStages];
   uint64_t empty[Cfg::kAStages];
-  uint64_t full_b[kSkewBars];
-  uint64_t empty_b[kSkewBars];
+  uint64_t full_b[kBRingBars];
+  uint64_t empty_b[kBRingBars];
   uint64_t gate[2];
 
   __device__ __forceinline__ uint8_t* B(int g, int s) { return b[g * Cfg::kStages + s]; }

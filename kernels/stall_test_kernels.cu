@@ -42,8 +42,9 @@ template <int kCase>
 struct CaseDispatch {
   static constexpr OutProjTile kTile = kStallCases[kCase].tile;
   using Cfg = std::conditional_t<
-      kTile == OutProjTile::k128x256, Sm120Config,
-      std::conditional_t<kTile == OutProjTile::k128x128, Sm120Config128, Sm120ConfigLockstep>>;
+      kTile == OutProjTile::k128x256, Sm120Config128x256Skewed,
+      std::conditional_t<kTile == OutProjTile::k128x128, Sm120Config128x128Lockstep,
+                         Sm120Config128x256Lockstep>>;
   static_assert(kTile == OutProjTile::k128x256 || kTile == OutProjTile::k128x256Lockstep ||
                     kTile == OutProjTile::k128x128,
                 "a registered config the cases know");

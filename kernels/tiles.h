@@ -21,12 +21,13 @@
 // H200's emulation measures it never slower and 1.5-3.5% faster at M = 16384, and its main loop
 // is the one at the SASS density target (NOTES.md "Issue 18 item 4").
 #define H3_OUT_PROJ_TILES(X)                                                                    \
-  X(k128x256Lockstep, 3, "128x256_lockstep", Sm120ConfigLockstep,                             \
-    "128 x 256, BK 128, 3 stages, both consumer warpgroups in step")                           \
-  X(k128x256, 1, "128x256", Sm120Config,                                                       \
+  X(k128x256Lockstep, 3, "128x256_lockstep", Sm120Config128x256Lockstep,                        \
+    "128 x 256, BK 128, 3 stages, both consumer warpgroups in step")                            \
+  X(k128x256, 1, "128x256", Sm120Config128x256Skewed,                                           \
     "128 x 256, BK 128, skewed consumer groups: each warpgroup owns an N half and runs a few "  \
-    "stages behind the other, so one half's epilogue runs under the other's MMAs")             \
-  X(k128x128, 2, "128x128", Sm120Config128, "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")
+    "stages behind the other, so one half's epilogue runs under the other's MMAs")              \
+  X(k128x128, 2, "128x128", Sm120Config128x128Lockstep,                                         \
+    "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")
 
 #include <cstdint>
 #include <string>

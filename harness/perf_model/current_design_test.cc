@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "harness/perf_model/model.h"
@@ -20,7 +21,8 @@ void ExpectMatches(const Design& d) {
   EXPECT_EQ(d.bk, Cfg::kBK);
   EXPECT_EQ(d.stages, Cfg::kStages);
   EXPECT_EQ(d.a_stages > 0 ? d.a_stages : d.stages, Cfg::kAStages);
-  EXPECT_EQ(d.epilogue == Epilogue::kSkewedGroups, Cfg::kSkewed);
+  EXPECT_EQ(d.epilogue == Epilogue::kSkewedGroups,
+            (std::is_same_v<typename Cfg::Schedule, kernels::SkewedSchedule>));
   EXPECT_EQ(d.warps_m, Cfg::kWarpsM);
   EXPECT_EQ(d.warps_n, Cfg::kWarpsN);
   EXPECT_EQ(d.load_warps, 1);
@@ -41,12 +43,14 @@ void ExpectMatches(const Design& d) {
   }
 }
 
-TEST(CurrentDesign, MatchesSm120Config) { ExpectMatches<kernels::Sm120Config>(CurrentDesign()); }
-TEST(CurrentDesign, MatchesSm120ConfigLockstep) {
-  ExpectMatches<kernels::Sm120ConfigLockstep>(CurrentLockstepDesign());
+TEST(CurrentDesign, MatchesSm120Config128x256Skewed) {
+  ExpectMatches<kernels::Sm120Config128x256Skewed>(CurrentDesign());
 }
-TEST(CurrentDesign, MatchesSm120Config128) {
-  ExpectMatches<kernels::Sm120Config128>(Current128Design());
+TEST(CurrentDesign, MatchesSm120Config128x256Lockstep) {
+  ExpectMatches<kernels::Sm120Config128x256Lockstep>(CurrentLockstepDesign());
+}
+TEST(CurrentDesign, MatchesSm120Config128x128Lockstep) {
+  ExpectMatches<kernels::Sm120Config128x128Lockstep>(Current128Design());
 }
 
 // BuiltDesigns() lists the registry's configs in its order: the first is the default's.

@@ -11,7 +11,7 @@
 namespace h3::perf_model {
 
 Design V1Design() {
-  // The first kernel's pipeline, 2 stages of BK = 256 (Sm120Config = OutProjConfig<2, 101376>):
+  // The first kernel's pipeline, 2 stages of BK = 256 (OutProjConfig<2, 101376>, no longer built):
   // kBM = kBN = 128, kBK = 256, kStages = 2, kWarpsM x kWarpsN = 2 x 4 (64 x 32 warp tiles),
   // kLoadWarp + 3 kQuantWarps, 384 threads, __launch_bounds__(384, 1) -> 168 registers (ptxas: 168,
   // 0 spills), kQuantRows = 4; out_proj_kernel.cuh: QuantizerLoop kDepth = 4, m-tile-major static
@@ -39,10 +39,10 @@ Design V1Design() {
 }
 
 Design Current128Design() {
-  // kernels/config.cuh Sm120Config128 = OutProjConfig<4, 128, 128, kSm120SmemBytes> (the tile
-  // OutProjTile::k128x128 picks): V1Design() with kBK = 128 x 4 stages, the activation-scale TMA
-  // box [128][16 B] loaded every other stage into 3 slots, the first wave's rows quantized
-  // k-chunk by k-chunk (work_units.h); ptxas sm_120f: 144 registers, 0 spills.
+  // kernels/config.cuh Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>
+  // (the tile OutProjTile::k128x128 picks): V1Design() with kBK = 128 x 4 stages, the
+  // activation-scale TMA box [128][16 B] loaded every other stage into 3 slots, the first wave's
+  // rows quantized k-chunk by k-chunk (work_units.h); ptxas sm_120f: 144 registers, 0 spills.
   Design d = V1Design();
   // Epilogue (kernels/epilogue.cuh): residual rows prefetched to L2 by the load warp during the
   // main loop, t = bf16(gate * o) computed first (gate read from global, not staged in shared
@@ -63,7 +63,7 @@ Design Current128Design() {
 }
 
 Design CurrentLockstepDesign() {
-  // kernels/config.cuh Sm120ConfigLockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
+  // kernels/config.cuh Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
   // (tiles.h's 128x256_lockstep, the default): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
   // setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows quantized k-chunk by
   // k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue as in
@@ -80,10 +80,11 @@ Design CurrentLockstepDesign() {
 }
 
 Design CurrentDesign() {
-  // kernels/config.cuh Sm120Config = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, true>
-  // (tiles.h's 128x256): CurrentLockstepDesign() with skewed groups, the two warpgroups owning
-  // the tile's N halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A ring and a 3-stage
-  // B ring each; the trailer starts each tile 3 stages behind (out_proj_kernel.cuh SkewGate).
+  // kernels/config.cuh Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4,
+  // SkewedSchedule> (tiles.h's 128x256): CurrentLockstepDesign() with skewed groups, the two
+  // warpgroups owning the tile's N halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A
+  // ring and a 3-stage B ring each; the trailer starts each tile 3 stages behind
+  // (out_proj_kernel.cuh SkewGate).
   Design d = CurrentLockstepDesign();
   d.name = "current";
   d.summary = "128x256x128, N halves skewed on a 4-deep A ring, 3-deep B rings, L2 epilogue";

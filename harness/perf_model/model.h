@@ -185,13 +185,13 @@ struct Design {
 
 // The kernel's built configs, numbers copied from kernels/config.cuh, kernels/out_proj_kernel.cuh
 // and kernels/epilogue.cuh (not included from there: current_design_test checks them field by
-// field). The skewed 128x256 config (Sm120Config, tile "128x256").
+// field). The skewed 128x256 config (Sm120Config128x256Skewed, tile "128x256").
 Design CurrentDesign();
-// The same tile with both consumer warpgroups in step (Sm120ConfigLockstep, tile
+// The same tile with both consumer warpgroups in step (Sm120Config128x256Lockstep, tile
 // "128x256_lockstep"): the registry's default (BuiltDesigns()[0], reading.h), and what the H200
 // epilogue measurements of 2026-11-30 timed.
 Design CurrentLockstepDesign();
-// The alternative tile of today's kernel (kernels/config.cuh Sm120Config128).
+// The alternative tile of today's kernel (kernels/config.cuh Sm120Config128x128Lockstep).
 Design Current128Design();
 // The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
 // calibration against NOTES.md's hand arithmetic, and the ladder's first step.

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/config.cuh"
 #include "kernels/rings.cuh"
@@ -29,7 +30,8 @@ struct Sm90Config : OutProjConfig<4, 256, 128, kSm90SmemBytes> {
   static_assert(kBM == 128 && kBN == 128, "staging tiles are [128][128 B]");
   static_assert(kKSteps == 4 && kSfaStagesPerBox == 1,
                 "the staged loop reads 128-byte rows and one activation-scale slot per stage");
-  static_assert(!kSkewed, "the staged loop consumes one ring");
+  static_assert(std::is_same_v<Schedule, LockstepSchedule>,
+                "the staged loop consumes one ring, both warpgroups in step");
   static_assert(kEmuBufs >= 3, "the consumer loop waits for all but the newest wgmma group");
   static_assert(kEmuBufBytes >= kBM * kBN * 4, "FinishTile's f32 tile fits");
   static_assert(kEmuTileBytes % 1024 == 0, "128B-swizzle atoms aligned");
