@@ -8,6 +8,7 @@
 //   Sm120               the product: sm_120f, every SM12x part (RTX 50xx, RTX PRO 6000, GB10).
 //   sm90::Sm90Emulated  Hopper validation (kernels/sm90/arch.cuh): the same kernel code with the
 //                       block-scaled MMA and the e2m1 conversion emulated exactly.
+// A device pass for any other architecture (sm_100, sm_89, ...) does not compile.
 //
 // A policy's members:
 //   kCompiledHere        true in the nvcc pass of its target: a kernel instantiated for another
@@ -28,8 +29,17 @@
 
 namespace h3::kernels {
 
+// The device passes with a kernel target: SM12x (__CUDA_ARCH__ 1200..1299; sm_120f is 1200) and
+// sm_90 / sm_90a (900). Any other pass is a compile-time error below: an sm_100 or sm_89 build
+// must not run the Hopper emulation unnoticed.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200 && __CUDA_ARCH__ < 1300
+#define H3_KERNELS_SM12X_PASS 1
+#else
+#define H3_KERNELS_SM12X_PASS 0
+#endif
+
 struct Sm120 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#if H3_KERNELS_SM12X_PASS
   static constexpr bool kCompiledHere = true;
 #else
   static constexpr bool kCompiledHere = false;
@@ -62,11 +72,24 @@ struct Sm120 {
 
 // The policy of the nvcc pass being compiled, for device code that is not a kernel template
 // (the standalone quantizer, the instruction-level tests, the probe). Meaningless on the host.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#if H3_KERNELS_SM12X_PASS
 using TargetArch = Sm120;
 #else
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+// Instantiated with the pass's __CUDA_ARCH__, so that the error names it.
+template <int kCudaArch>
+struct NoKernelTarget {
+  static_assert(kCudaArch == 900 || (kCudaArch >= 1200 && kCudaArch < 1300),
+                "minimax_h3_nvfp4: no kernel target for this __CUDA_ARCH__ (SM12x native, sm_90 "
+                "validation only)");
+};
+template struct NoKernelTarget<__CUDA_ARCH__>;
+#endif
+// sm_90 / sm_90a, and the host pass. In any other device pass the static_assert above has
+// already failed the build: the alias only keeps the compiler's report to that one error.
 using TargetArch = sm90::Sm90Emulated;
 #endif
+#undef H3_KERNELS_SM12X_PASS
 
 }  // namespace h3::kernels
 
