@@ -1,5 +1,5 @@
 """Reading and writing safetensors files with NumPy only (torch optional), for users' NVFP4
-checkpoints (issue 31). Named safetensors_io so that it never shadows the real `safetensors`.
+checkpoints. Named safetensors_io so that it never shadows the real `safetensors`.
 
     from minimax_h3_nvfp4 import safetensors_io as st
     tensors, metadata = st.load("model.safetensors")           # or names=["a.weight", ...]
