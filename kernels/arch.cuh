@@ -1,14 +1,16 @@
 #ifndef H3_KERNELS_ARCH_CUH_
 #define H3_KERNELS_ARCH_CUH_
 
-// The architecture policies of the fused kernel and the one place a target is chosen. The kernel
-// templates (OutProjKernel<Cfg, Arch, ...>) take the policy as a type and call only its members
-// for what differs between targets; no other product header branches on the architecture.
+// The product's architecture policy, Sm120, and the check that a device pass has a kernel target.
+// The kernel templates (OutProjKernel<Cfg, Arch, ...>) take the policy as a type and call only its
+// members for what differs between targets; no other product header branches on the
+// architecture. The targets (this policy, and the Hopper validation's sm90::Sm90Emulated of
+// kernels/sm90/arch.cuh) are listed in kernels/targets.cuh, the one header that includes
+// kernels/sm90/, which also picks TargetArch for the pass being compiled.
 //
 //   Sm120               the product: sm_120f, every SM12x part (RTX 50xx, RTX PRO 6000, GB10).
-//   sm90::Sm90Emulated  Hopper validation (kernels/sm90/arch.cuh): the same kernel code with the
-//                       block-scaled MMA and the e2m1 conversion emulated exactly.
-// A device pass for any other architecture (sm_100, sm_89, ...) does not compile.
+// A device pass for any architecture other than SM12x or sm_90 (sm_100, sm_89, ...) does not
+// compile.
 //
 // A policy's members:
 //   kCompiledHere        true in the nvcc pass of its target: a kernel instantiated for another
@@ -24,7 +26,6 @@
 
 #include "kernels/mma.cuh"
 #include "kernels/quantize.cuh"
-#include "kernels/sm90/arch.cuh"
 #include "kernels/warp_acc.cuh"
 
 namespace h3::kernels {
@@ -70,13 +71,9 @@ struct Sm120 {
   __device__ __forceinline__ static float UnscaleAcc(float acc) { return acc; }
 };
 
-// The policy of the nvcc pass being compiled, for device code that is not a kernel template
-// (the standalone quantizer, the instruction-level tests, the probe). Meaningless on the host.
-#if H3_KERNELS_SM12X_PASS
-using TargetArch = Sm120;
-#else
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
-// Instantiated with the pass's __CUDA_ARCH__, so that the error names it.
+// Any device pass other than SM12x and sm_90 / sm_90a is an error, instantiated with the pass's
+// __CUDA_ARCH__ so that the error names it.
+#if defined(__CUDA_ARCH__) && !H3_KERNELS_SM12X_PASS && __CUDA_ARCH__ != 900
 template <int kCudaArch>
 struct NoKernelTarget {
   static_assert(kCudaArch == 900 || (kCudaArch >= 1200 && kCudaArch < 1300),
@@ -84,10 +81,6 @@ struct NoKernelTarget {
                 "validation only)");
 };
 template struct NoKernelTarget<__CUDA_ARCH__>;
-#endif
-// sm_90 / sm_90a, and the host pass. In any other device pass the static_assert above has
-// already failed the build: the alias only keeps the compiler's report to that one error.
-using TargetArch = sm90::Sm90Emulated;
 #endif
 #undef H3_KERNELS_SM12X_PASS
 

@@ -17,7 +17,6 @@
 #include <mutex>
 #include <string>
 
-#include "kernels/arch.cuh"
 #include "kernels/config.cuh"
 #include "kernels/granularity.h"
 #include "kernels/kernel_set.h"
@@ -25,7 +24,7 @@
 #include "kernels/params.h"
 #include "kernels/register_split.h"
 #include "kernels/rings.cuh"
-#include "kernels/sm90/fast_kernel.cuh"
+#include "kernels/targets.cuh"
 #include "kernels/tiles.h"
 
 namespace h3::kernels {
@@ -52,21 +51,18 @@ KernelInstance<Cfg, Storage, Fn> MakeInstance(Fn* fn) {
   return {fn};
 }
 
-// The SM120 kernel of config Cfg with the policy of `build`.
+// The SM120 kernel of config Cfg with the policy of `build`'s config target (targets.cuh).
 template <class Cfg, class Variant, class F>
 auto WithArch(KernelBuild build, F&& f) {
-  if (build == KernelBuild::kSm120Native) {
-    return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, Sm120, Variant>));
-  }
-  return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, sm90::Sm90Emulated, Variant>));
+  return WithConfigTarget(build, [&](auto target) {
+    using Arch = typename decltype(target)::Arch;
+    return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, Arch, Variant>));
+  });
 }
 
-// The one place that maps (build, tile) to a kernel instance: calls f(instance).
+// The registry config of `tile` with `build`'s config target: calls f(instance).
 template <class Variant, class F>
-auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
-  if (build == KernelBuild::kSm90Fast) {
-    return f(MakeInstance<sm90::Sm90Config, sm90::Sm90Storage>(&sm90::FastKernel<Variant>));
-  }
+auto WithRegistryConfig(KernelBuild build, OutProjTile tile, F&& f) {
   if (tile == OutProjTile::kAuto) tile = kOutProjTileDefault;
   switch (tile) {
 #define H3_TILE_CASE(id, code, name, cfg, what) \
@@ -82,6 +78,21 @@ auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
   std::fprintf(stderr, "h3::kernels::WithKernel: tile code %d is not a registered config\n",
                static_cast<int>(tile));
   std::abort();
+}
+
+// The one place that maps (build, tile) to a kernel instance: calls f(instance). The build picks
+// the target (targets.cuh); a target with its own kernel ignores the tile.
+template <class Variant, class F>
+auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
+  return WithTarget(build, [&](auto target) {
+    using Target = decltype(target);
+    if constexpr (Target::kOwnKernel) {
+      return f(MakeInstance<typename Target::Cfg, typename Target::Storage>(
+          Target::template Kernel<Variant>()));
+    } else {
+      return WithRegistryConfig<Variant>(build, tile, f);
+    }
+  });
 }
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,

@@ -1,6 +1,6 @@
 #include <atomic>
 
-#include "kernels/arch.cuh"
+#include "kernels/targets.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/quantize_kernel.h"
 

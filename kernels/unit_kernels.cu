@@ -1,4 +1,4 @@
-#include "kernels/arch.cuh"
+#include "kernels/targets.cuh"
 #include "kernels/epilogue.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/sm90/mma_emulated.cuh"  // the emulations are tested on every arch

@@ -1,5 +1,5 @@
 #include "core/scale_layout.h"
-#include "kernels/arch.cuh"
+#include "kernels/targets.cuh"
 #include "kernels/quantize.cuh"
 #include "kernels/weight_quant_kernel.h"
 

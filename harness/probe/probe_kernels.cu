@@ -1,5 +1,5 @@
 #include "harness/probe/probe_kernels.cuh"
-#include "kernels/arch.cuh"
+#include "kernels/targets.cuh"
 #include "kernels/ptx.cuh"
 #include "kernels/quantize.cuh"
 
