@@ -47,7 +47,6 @@ using h3::capi::HasShape;
 using h3::capi::Numel;
 using h3::capi::ShapeStr;
 
-
 struct Dims {
   int64_t m, n, k, g;
 };
