@@ -1,5 +1,6 @@
-// The tuning cache's C++ side (kernels/tune_cache.h) from the command line, for the test that
-// holds it to Python's tuning.py (python/tests/tune_cache_cross_test.py) on the CPU:
+// The tuning cache (kernels/tune_cache.h) from the command line, in a process of its own: the
+// C++ reader, writer and heuristic that python/tests/tuning_binding_test.py holds Python's
+// answers (the library through the C ABI) and files (Python's `tune` writer) to, on the CPU:
 //
 //   tune_cache_tool resolve PATH DEVICE VARIANT N K M...   one line per M: "M TILE tuned|heuristic"
 //   tune_cache_tool write PATH DEVICE VARIANT N K M:TILE[:MS]...

@@ -8,8 +8,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -24,32 +22,35 @@
 
 namespace h3::internal {
 
-// The config kAuto runs on the current device (kernels/tune_cache.h): the tuning cache's winner
-// for this device, shape and M, else the heuristic. The cache file is read at the first kAuto
-// call of the process, each device's properties are asked once; after that a call costs a lock
-// and a few map lookups. Nothing here enqueues work or synchronizes, so a kAuto call - the
-// first of the process included - may be captured. Each warning is printed once per process.
+// The config kAuto runs on the current device (kernels/tune_cache.h): the process's tuning cache
+// (ProcessTuneCache, which Python's tile="auto" asks too) for this device, shape and M, else the
+// heuristic. The cache file is read at the first kAuto call of the process, each device's
+// properties are asked once; after that a call costs a lock and a few map lookups. Nothing here
+// enqueues work or synchronizes, so a kAuto call - the first of the process included - may be
+// captured. Each warning is printed once per process (once per reading of the file).
 absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
   if (a.tile != OutProjTile::kAuto) return a.tile;
   struct State {
     std::mutex mu;
-    std::optional<TuneCache> cache;
     std::map<int, TuneDevice> devices;
-    std::set<std::string> said;
-    // Choose's answers: the file is read once per process and a device's properties are
-    // asked once, so each (device, m, n, k, emulation) has one answer for the process;
-    // kept here instead of formatting the cache's keys again on every call. Bounded.
+    // Choose's answers while the cache's generation stays `generation`: each (device, m, n, k,
+    // emulation) has one answer then; kept here instead of formatting the cache's keys again on
+    // every call. Bounded.
     std::map<std::tuple<int, int64_t, int64_t, int64_t, int>, OutProjTile> chosen;
+    int64_t generation = -1;
   };
   static State* state = new State;
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDevice");
+  TuneCacheFile& cache = ProcessTuneCache();
   std::lock_guard<std::mutex> lock(state->mu);
+  if (const int64_t g = cache.generation(); g != state->generation) {
+    state->chosen.clear();  // the file was read again (written by `tune`): answers may differ
+    state->generation = g;
+  }
   const auto memo_key = std::make_tuple(dev, a.m, a.n, a.k, static_cast<int>(a.sm90_emulation));
   if (auto hit = state->chosen.find(memo_key); hit != state->chosen.end()) return hit->second;
-  std::vector<std::string> warnings;
-  if (!state->cache.has_value()) state->cache = TuneCache::FromFile(TuneCachePath(), &warnings);
   auto it = state->devices.find(dev);
   if (it == state->devices.end()) {
     cudaDeviceProp p;
@@ -65,13 +66,12 @@ absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
     d.driver_version = driver;
     it = state->devices.emplace(dev, std::move(d)).first;
   }
-  const TuneCache::Choice choice = state->cache->Choose(
+  std::vector<std::string> warnings;  // the ones not said before in this process
+  const TuneCache::Choice choice = cache.Choose(
       it->second, a.m, a.n, a.k,
       TuneVariant(it->second.major, a.sm90_emulation == Sm90Emulation::kFast), &warnings);
   for (const std::string& w : warnings) {
-    if (state->said.insert(w).second) {
-      std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
-    }
+    std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());
   }
   if (state->chosen.size() >= 4096) state->chosen.clear();
   state->chosen.emplace(memo_key, choice.tile);

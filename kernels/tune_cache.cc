@@ -11,85 +11,191 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
-#include <sstream>
-#include <string>
+#include <nlohmann/json.hpp>
 #include <system_error>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/json.h"
 
 namespace h3 {
 namespace {
 
+// Sorted keys (std::map): the writer's order is the file's order.
+using Json = nlohmann::json;
+
 constexpr char kIgnored[] = "; ignored, tile auto uses the built-in heuristic";
 
-std::string Quoted(absl::string_view s) { return WriteJson(JsonValue::String(std::string(s))); }
+// ASCII only (Python's ensure_ascii), and never throws: a string that is not UTF-8 gets U+FFFD
+// (the writer refuses such names before they get here).
+std::string Dump(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
+}
 
-// Python's tuning.Cache._parse: the usable entries of this library version, or an error naming
-// what makes the document no cache at all.
-absl::Status Parse(
-    const JsonValue& doc, absl::string_view library_version,
-    std::map<std::string, std::map<std::string, std::vector<std::pair<int64_t, std::string>>>>*
-        entries,
-    std::set<std::string>* foreign) {
-  const JsonValue* format = doc.Find("format");
-  if (format == nullptr || format->kind != JsonValue::Kind::kString ||
-      format->text != kTuneCacheFormat) {
+std::string Quoted(absl::string_view s) { return Dump(Json(std::string(s))); }
+
+// Valid UTF-8 exactly when nlohmann's writer has no byte to replace or to drop.
+bool IsUtf8(absl::string_view s) {
+  const Json j = std::string(s);
+  return Dump(j) == j.dump(-1, ' ', true, Json::error_handler_t::ignore);
+}
+
+// A first pass over the text that builds nothing: it bounds the nesting (nlohmann's parser does
+// not) and keeps the parser's error, which the non-throwing Json::parse drops.
+class Checker final : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool start_object(std::size_t) override { return Enter(); }
+  bool start_array(std::size_t) override { return Enter(); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool parse_error(std::size_t position, const std::string&, const Json::exception& e) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: <what>; last read:
+    // '<raw bytes>'" (or "[json.exception.out_of_range.406] <what>"): <what> is kept.
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);
+    if (absl::StartsWith(what, "parse error at ")) what.erase(0, what.find(": ") + 2);
+    what.resize(std::min(what.size(), what.find("; last read")));
+    error = absl::StrFormat("invalid JSON at byte %d: %s", position > 0 ? position - 1 : 0, what);
+    return false;
+  }
+
+  std::string error;  // "" while the text is valid
+
+ private:
+  bool Enter() {
+    if (++depth_ <= kTuneCacheMaxDepth) return true;
+    error = absl::StrFormat("invalid JSON: nested deeper than %d levels", kTuneCacheMaxDepth);
+    return false;
+  }
+  int depth_ = 0;
+};
+
+// The JSON value of a cache file's text, or why it has none.
+absl::StatusOr<Json> ParseText(absl::string_view text) {
+  if (text.size() > kTuneCacheMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid JSON: more than %d bytes (the reader's limit)", kTuneCacheMaxBytes));
+  }
+  // nlohmann skips a byte order mark; json.loads, the format's first reader, refuses it.
+  if (absl::StartsWith(text, "\xef\xbb\xbf")) {
+    return absl::InvalidArgumentError("invalid JSON at byte 0: a UTF-8 byte order mark");
+  }
+  const char* end = text.data() + text.size();
+  Checker checker;
+  if (!Json::sax_parse(text.data(), end, &checker) || !checker.error.empty()) {
+    return absl::InvalidArgumentError(checker.error.empty() ? "invalid JSON" : checker.error);
+  }
+  Json doc = Json::parse(text.data(), end, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError("invalid JSON");
+  return doc;
+}
+
+// The text of a file, at most one byte past the reader's limit (a larger file is refused, not
+// read whole); nullopt when it cannot be opened.
+std::optional<std::string> ReadBounded(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::string text(kTuneCacheMaxBytes + 1, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(f.gcount()));
+  return text;
+}
+
+// The member `key` of an object, or nullptr (also when `j` is not an object).
+const Json* Member(const Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+// The text of a string member, or nullptr (no member, or not a string).
+const std::string* StringMember(const Json& j, const char* key) {
+  const Json* v = Member(j, key);
+  return v != nullptr && v->is_string() ? v->get_ptr<const std::string*>() : nullptr;
+}
+
+// A JSON integer in [1, kTuneMaxBucketM] (not a float, not a bool), or 0.
+int64_t BucketM(const Json* m) {
+  if (m == nullptr || !m->is_number_integer()) return 0;
+  if (m->is_number_unsigned()) {
+    const uint64_t u = m->get<uint64_t>();
+    return u <= static_cast<uint64_t>(kTuneMaxBucketM) ? static_cast<int64_t>(u) : 0;
+  }
+  const int64_t v = m->get<int64_t>();
+  return v >= 1 && v <= kTuneMaxBucketM ? v : 0;
+}
+
+// The shapes of the device entry `key` of this library version, or an error naming what is wrong
+// with them (the writer keeps an old entry only where this finds nothing).
+absl::Status ParseShapes(const std::string& key, const Json& dev,
+                         TuneCache::Entries::mapped_type* out) {
+  const Json* shapes = Member(dev, "shapes");
+  if (shapes == nullptr || !shapes->is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("format must be ", Quoted(kTuneCacheFormat), ", got ",
-                     doc.kind != JsonValue::Kind::kObject ? doc.TypeName()
-                     : format == nullptr                  ? "none"
-                                                          : WriteJson(*format).substr(0, 80)));
+        absl::StrCat("device ", Quoted(key), ": shapes must be an object"));
   }
-  const JsonValue* devices = doc.Find("devices");
-  if (devices == nullptr || devices->kind != JsonValue::Kind::kObject) {
+  for (const auto& [skey, table] : shapes->items()) {
+    const Json* rows = Member(table, "buckets");
+    if (rows == nullptr || !rows->is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", Quoted(skey), ": buckets must be an array"));
+    }
+    std::map<int64_t, std::string> buckets;  // a repeated m: the last row wins
+    for (const Json& row : *rows) {
+      const int64_t m = BucketM(Member(row, "m"));
+      const std::string* tile = StringMember(row, "tile");
+      if (m == 0 || tile == nullptr) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "shape %s: a bucket must have an integer m in [1, %d] and a tile name, got %s",
+            Quoted(skey), kTuneMaxBucketM, Dump(row).substr(0, 120)));
+      }
+      buckets[m] = *tile;
+    }
+    if (!buckets.empty()) (*out)[skey].assign(buckets.begin(), buckets.end());
+  }
+  return absl::OkStatus();
+}
+
+// The usable entries of this library version, or an error naming what makes the document no
+// cache at all (in the order the format's first reader, Python's, checked).
+absl::Status Parse(const Json& doc, absl::string_view library_version, TuneCache::Entries* entries,
+                   std::set<std::string>* foreign) {
+  const std::string* format = StringMember(doc, "format");
+  if (format == nullptr || *format != kTuneCacheFormat) {
+    const Json* got = Member(doc, "format");
+    return absl::InvalidArgumentError(absl::StrCat("format must be ", Quoted(kTuneCacheFormat),
+                                                   ", got ",
+                                                   !doc.is_object() ? doc.type_name()
+                                                   : got == nullptr ? "none"
+                                                                    : Dump(*got).substr(0, 80)));
+  }
+  const Json* devices = Member(doc, "devices");
+  if (devices == nullptr || !devices->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "devices must be an object, got ", devices == nullptr ? "none" : devices->TypeName()));
+        "devices must be an object, got ", devices == nullptr ? "none" : devices->type_name()));
   }
-  for (const auto& [key, dev] : devices->object) {
-    const JsonValue* version = dev.Find("library_version");
-    if (dev.kind != JsonValue::Kind::kObject || version == nullptr ||
-        version->kind != JsonValue::Kind::kString) {
+  for (const auto& [key, dev] : devices->items()) {
+    const std::string* version = StringMember(dev, "library_version");
+    if (version == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("device ", Quoted(key), " must be an object with a library_version string"));
     }
-    if (version->text != library_version) {
-      foreign->insert(version->text);
+    if (*version != library_version) {
+      foreign->insert(*version);
       continue;
     }
-    const JsonValue* shapes = dev.Find("shapes");
-    if (shapes == nullptr || shapes->kind != JsonValue::Kind::kObject) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device ", Quoted(key), ": shapes must be an object"));
-    }
-    auto& out = (*entries)[key];
-    for (const auto& [skey, table] : shapes->object) {
-      const JsonValue* rows = table.Find("buckets");
-      if (rows == nullptr || rows->kind != JsonValue::Kind::kArray) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("shape ", Quoted(skey), ": buckets must be an array"));
-      }
-      std::map<int64_t, std::string> buckets;  // a repeated m: the last row wins, as in Python
-      for (const JsonValue& row : rows->array) {
-        const JsonValue* m = row.Find("m");
-        const JsonValue* tile = row.Find("tile");
-        int64_t mv = 0;
-        if (m == nullptr || !m->AsInt64(&mv) || mv < 1 || mv > kTuneMaxBucketM || tile == nullptr ||
-            tile->kind != JsonValue::Kind::kString) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "shape %s: a bucket must have an integer m in [1, %d] and a tile name, got %s",
-              Quoted(skey), kTuneMaxBucketM, WriteJson(row).substr(0, 120)));
-        }
-        buckets[mv] = tile->text;
-      }
-      if (!buckets.empty()) out[skey].assign(buckets.begin(), buckets.end());
-    }
+    if (absl::Status s = ParseShapes(key, dev, &(*entries)[key]); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -100,21 +206,44 @@ std::string RegistryNames() {
   return absl::StrJoin(names, ", ");
 }
 
+// Writes `text` to a temporary file beside `path`, then renames it over `path`.
+absl::Status WriteAtomically(const std::string& path, const std::string& text) {
+  auto fail = [&path](absl::string_view what) {
+    return absl::InternalError(absl::StrCat("writing the tuning cache ", path, ": ", what));
+  };
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::absolute(path, ec);
+  if (ec) return fail(ec.message());
+  std::filesystem::create_directories(target.parent_path(), ec);
+  if (ec) return fail(absl::StrCat("creating its folder: ", ec.message()));
+  std::string tmp = (target.parent_path() / ".tune-XXXXXX.json").string();
+  const int fd = mkstemps(tmp.data(), 5);
+  if (fd < 0) return fail(absl::StrCat("creating a temporary file: ", std::strerror(errno)));
+  // One write: a regular file takes the whole text or fails.
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int saved = errno;
+  ok = close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : saved);
+    std::remove(tmp.c_str());
+    return fail(why);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string TuneCachePath() {
-  const char* env = std::getenv(kTuneCacheEnv);
-  if (env != nullptr && env[0] != '\0') return env;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  std::string base;
-  if (xdg != nullptr && xdg[0] != '\0') {
-    base = xdg;
-  } else {
-    const char* home = std::getenv("HOME");
-    if (home == nullptr || home[0] == '\0') return "";
-    base = absl::StrCat(home, "/.cache");
-  }
-  return absl::StrCat(base, "/minimax_h3_nvfp4/tune.json");
+  auto set = [](const char* name) -> const char* {  // an empty variable counts as unset
+    const char* v = std::getenv(name);
+    return v != nullptr && v[0] != '\0' ? v : nullptr;
+  };
+  if (const char* env = set(kTuneCacheEnv)) return env;
+  if (const char* xdg = set("XDG_CACHE_HOME"))
+    return absl::StrCat(xdg, "/minimax_h3_nvfp4/tune.json");
+  if (const char* home = set("HOME"))
+    return absl::StrCat(home, "/.cache/minimax_h3_nvfp4/tune.json");
+  return "";
 }
 
 std::string TuneDeviceKey(const TuneDevice& d, absl::string_view library_version) {
@@ -136,8 +265,14 @@ OutProjTile TuneHeuristic(int major, int64_t m) {
   return kOutProjTileDefault;
 }
 
+std::string TuneHeuristicRule(int major, int64_t m) {
+  if (TuneHeuristic(major, m) == OutProjTile::k128x128) {
+    return absl::StrFormat("M <= %d on SM12x", kTuneHeuristicSmallM);
+  }
+  return "the default config";
+}
+
 int64_t NearestTuneBucket(const std::vector<int64_t>& sorted, int64_t m) {
-  // The same doubles as Python's math.log2 (both call the C library's log2).
   const double lm = std::log2(static_cast<double>(std::max<int64_t>(m, 1)));
   int64_t best = sorted.front();
   for (int64_t b : sorted) {
@@ -160,10 +295,8 @@ const OutProjTileInfo* FindOutProjTileByName(absl::string_view name) {
 TuneCache TuneCache::FromText(absl::string_view text, absl::string_view path,
                               std::vector<std::string>* warnings,
                               absl::string_view library_version) {
-  TuneCache cache;
-  cache.path_ = std::string(path);
-  cache.library_version_ = std::string(library_version);
-  absl::StatusOr<JsonValue> doc = ParseJson(text);
+  TuneCache cache(path, library_version);
+  absl::StatusOr<Json> doc = ParseText(text);
   std::set<std::string> foreign;
   absl::Status s =
       doc.ok() ? Parse(*doc, library_version, &cache.entries_, &foreign) : doc.status();
@@ -178,35 +311,23 @@ TuneCache TuneCache::FromText(absl::string_view text, absl::string_view path,
     warnings->push_back(
         absl::StrCat("the tuning cache ", path, " holds entries of minimax_h3_nvfp4 ",
                      absl::StrJoin(foreign, ", "), ", not this version (", library_version,
-                     "); those are ignored (rerun `python -m minimax_h3_nvfp4 "
-                     "tune`)"));
+                     "); those are ignored (rerun `python -m minimax_h3_nvfp4 tune`)"));
   }
   return cache;
 }
 
 TuneCache TuneCache::FromFile(const std::string& path, std::vector<std::string>* warnings,
                               absl::string_view library_version) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    TuneCache cache;
-    cache.path_ = path;
-    cache.library_version_ = std::string(library_version);
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec)) {
-      warnings->push_back(absl::StrCat("the tuning cache ", path, " cannot be read (",
-                                       std::strerror(errno), ")", kIgnored));
-    }
-    return cache;
+  const std::optional<std::string> text = ReadBounded(path);
+  if (text.has_value()) return FromText(*text, path, warnings, library_version);
+  TuneCache cache(path, library_version);
+  const int why = errno;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    warnings->push_back(absl::StrCat("the tuning cache ", path, " cannot be read (",
+                                     std::strerror(why), ")", kIgnored));
   }
-  // In pieces, to at most one byte past the parser's limit: a larger file is refused by it,
-  // not read whole.
-  std::string text;
-  char piece[4096];
-  while (text.size() <= kJsonMaxBytes && f.read(piece, sizeof(piece)).gcount() > 0) {
-    text.append(piece, static_cast<size_t>(f.gcount()));
-  }
-  if (text.size() > kJsonMaxBytes + 1) text.resize(kJsonMaxBytes + 1);
-  return FromText(text, path, warnings, library_version);
+  return cache;
 }
 
 TuneCache::Choice TuneCache::Choose(const TuneDevice& device, int64_t m, int64_t n, int64_t k,
@@ -229,11 +350,8 @@ TuneCache::Choice TuneCache::Choose(const TuneDevice& device, int64_t m, int64_t
   if (shape == dev->second.end()) return heuristic;
   std::vector<int64_t> ms;
   for (const auto& [bm, unused] : shape->second) ms.push_back(bm);
-  const int64_t bucket = NearestTuneBucket(ms, m);
-  const std::string& name =
-      std::find_if(shape->second.begin(), shape->second.end(), [bucket](const auto& row) {
-        return row.first == bucket;
-      })->second;
+  const auto at = std::lower_bound(ms.begin(), ms.end(), NearestTuneBucket(ms, m));
+  const std::string& name = shape->second[static_cast<size_t>(at - ms.begin())].second;
   const OutProjTileInfo* info = FindOutProjTileByName(name);
   if (info == nullptr) {
     warnings->push_back(absl::StrCat("the tuning cache ", path_, " names tile ", Quoted(name),
@@ -244,13 +362,21 @@ TuneCache::Choice TuneCache::Choose(const TuneDevice& device, int64_t m, int64_t
   return Choice{info->tile, true};
 }
 
+std::vector<TuneCache::Row> TuneCache::Rows() const {
+  std::vector<Row> rows;
+  for (const auto& [key, shapes] : entries_) {
+    if (shapes.empty()) rows.push_back(Row{key, "", 0, ""});
+    for (const auto& [skey, buckets] : shapes) {
+      for (const auto& [m, tile] : buckets) rows.push_back(Row{key, skey, m, tile});
+    }
+  }
+  return rows;
+}
+
 absl::Status RecordTuneWinners(const std::string& path, const TuneDevice& device, int64_t n,
                                int64_t k, absl::string_view variant,
                                const std::vector<TuneWinner>& winners,
                                absl::string_view library_version) {
-  auto fail = [&path](absl::string_view what) {
-    return absl::InternalError(absl::StrCat("writing the tuning cache ", path, ": ", what));
-  };
   if (path.empty()) {
     return absl::InvalidArgumentError(
         "the tuning cache path must be a file name, got \"\" (set MINIMAX_H3_NVFP4_TUNE_CACHE, "
@@ -263,85 +389,114 @@ absl::Status RecordTuneWinners(const std::string& path, const TuneDevice& device
           kTuneMaxBucketM, RegistryNames(), w.m, Quoted(w.tile)));
     }
   }
-  // The old file's devices of this library version are kept (as they are); anything else goes.
-  JsonValue doc = JsonValue::Object();
-  doc.Set("format") = JsonValue::String(kTuneCacheFormat);
-  JsonValue& devices = doc.Set("devices");
-  devices = JsonValue::Object();
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (f) {
-      std::ostringstream text;
-      text << f.rdbuf();
-      absl::StatusOr<JsonValue> old = ParseJson(text.str());
-      const JsonValue* format = old.ok() ? old->Find("format") : nullptr;
-      const JsonValue* old_devices = old.ok() ? old->Find("devices") : nullptr;
-      if (format != nullptr && format->kind == JsonValue::Kind::kString &&
-          format->text == kTuneCacheFormat && old_devices != nullptr) {
-        for (const auto& [key, dev] : old_devices->object) {
-          const JsonValue* v = dev.Find("library_version");
-          if (v != nullptr && v->kind == JsonValue::Kind::kString && v->text == library_version) {
-            devices.Set(key) = dev;
-          }
+  // The file's keys are UTF-8 (nlohmann reads and writes nothing else).
+  if (!IsUtf8(device.name) || !IsUtf8(variant)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the device name and variant must be UTF-8, got ", Quoted(device.name),
+                     " and ", Quoted(variant)));
+  }
+  // The old file's valid devices of this library version are kept (as they are): one bad entry
+  // would make the reader ignore the whole file, this record included. Anything else goes.
+  Json doc = {{"format", kTuneCacheFormat}, {"devices", Json::object()}};
+  Json& devices = doc["devices"];
+  if (const std::optional<std::string> text = ReadBounded(path); text.has_value()) {
+    const absl::StatusOr<Json> old = ParseText(*text);
+    const std::string* format = old.ok() ? StringMember(*old, "format") : nullptr;
+    const Json* old_devices = old.ok() ? Member(*old, "devices") : nullptr;
+    if (format != nullptr && *format == kTuneCacheFormat && old_devices != nullptr &&
+        old_devices->is_object()) {
+      for (const auto& [key, dev] : old_devices->items()) {
+        const std::string* v = StringMember(dev, "library_version");
+        TuneCache::Entries::mapped_type unused;
+        if (v != nullptr && *v == library_version && ParseShapes(key, dev, &unused).ok()) {
+          devices[key] = dev;
         }
       }
     }
   }
-  JsonValue& dev = devices.Set(TuneDeviceKey(device, library_version));
-  const JsonValue* old_shapes = dev.Find("shapes");
-  if (dev.kind != JsonValue::Kind::kObject || old_shapes == nullptr ||
-      old_shapes->kind != JsonValue::Kind::kObject) {
-    dev = JsonValue::Object();
-    JsonValue& d = dev.Set("device");
-    d = JsonValue::Object();
-    d.Set("name") = JsonValue::String(device.name);
-    d.Set("compute_capability") =
-        JsonValue::String(absl::StrFormat("%d.%d", device.major, device.minor));
-    d.Set("sm_count") = JsonValue::Integer(device.sm_count);
-    d.Set("driver_version") = JsonValue::Integer(device.driver_version);
-    dev.Set("library_version") = JsonValue::String(std::string(library_version));
-    dev.Set("shapes") = JsonValue::Object();
+  Json& dev = devices[TuneDeviceKey(device, library_version)];
+  if (dev.is_null()) {  // new here (a kept entry has its shapes)
+    dev = {{"device",
+            {{"name", device.name},
+             {"compute_capability", absl::StrFormat("%d.%d", device.major, device.minor)},
+             {"sm_count", device.sm_count},
+             {"driver_version", device.driver_version}}},
+           {"library_version", std::string(library_version)},
+           {"shapes", Json::object()}};
   }
-  JsonValue rows = JsonValue::Array();
+  Json rows = Json::array();
   std::vector<TuneWinner> sorted = winners;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const TuneWinner& a, const TuneWinner& b) { return a.m < b.m; });
   for (const TuneWinner& w : sorted) {
-    JsonValue row = JsonValue::Object();
-    row.Set("m") = JsonValue::Integer(w.m);
-    row.Set("tile") = JsonValue::String(w.tile);
-    if (std::isfinite(w.median_ms) && w.median_ms >= 0) {
-      row.Set("median_ms") = JsonValue::Number(w.median_ms);
-    }
-    rows.array.push_back(std::move(row));
+    Json row = {{"m", w.m}, {"tile", w.tile}};
+    if (std::isfinite(w.median_ms) && w.median_ms >= 0) row["median_ms"] = w.median_ms;
+    rows.push_back(std::move(row));
   }
-  JsonValue table = JsonValue::Object();
-  table.Set("buckets") = std::move(rows);
-  dev.Set("shapes").Set(TuneShapeKey(n, k, variant)) = std::move(table);
+  dev["shapes"][TuneShapeKey(n, k, variant)] = {{"buckets", std::move(rows)}};
+  return WriteAtomically(path, Dump(doc, 1) + "\n");
+}
 
-  std::error_code ec;
-  const std::filesystem::path target = std::filesystem::absolute(path, ec);
-  if (ec) return fail(ec.message());
-  std::filesystem::create_directories(target.parent_path(), ec);
-  if (ec) return fail(absl::StrCat("creating its folder: ", ec.message()));
-  std::string tmp = (target.parent_path() / ".tune-XXXXXX.json").string();
-  const int fd = mkstemps(tmp.data(), 5);
-  if (fd < 0) return fail(absl::StrCat("creating a temporary file: ", std::strerror(errno)));
-  const std::string text = WriteJson(doc) + "\n";
-  FILE* out = fdopen(fd, "w");
-  bool ok = out != nullptr && std::fwrite(text.data(), 1, text.size(), out) == text.size();
-  const int saved = errno;
-  if (out != nullptr) {
-    ok = std::fclose(out) == 0 && ok;
-  } else {
-    close(fd);
+const TuneCache& TuneCacheFile::Loaded(std::vector<std::string>* fresh) {
+  if (!cache_.has_value()) {
+    std::vector<std::string> warnings;
+    cache_ = TuneCache::FromFile(path_.empty() ? TuneCachePath() : path_, &warnings);
+    Say(&warnings, fresh);
   }
-  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const std::string why = std::strerror(ok ? errno : saved);
-    std::remove(tmp.c_str());
-    return fail(why);
+  return *cache_;
+}
+
+void TuneCacheFile::Say(std::vector<std::string>* warnings, std::vector<std::string>* fresh) {
+  for (std::string& w : *warnings) {
+    if (said_.insert(w).second) fresh->push_back(std::move(w));
   }
-  return absl::OkStatus();
+}
+
+TuneCache::Choice TuneCacheFile::Choose(const TuneDevice& device, int64_t m, int64_t n, int64_t k,
+                                        absl::string_view variant,
+                                        std::vector<std::string>* fresh) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> warnings;
+  const TuneCache::Choice c = Loaded(fresh).Choose(device, m, n, k, variant, &warnings);
+  Say(&warnings, fresh);
+  return c;
+}
+
+std::vector<TuneCache::Row> TuneCacheFile::Rows(std::vector<std::string>* fresh) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Loaded(fresh).Rows();
+}
+
+absl::Status TuneCacheFile::Record(const TuneDevice& device, int64_t n, int64_t k,
+                                   absl::string_view variant,
+                                   const std::vector<TuneWinner>& winners) {
+  std::lock_guard<std::mutex> lock(mu_);  // one writer at a time, and no read of a half state
+  absl::Status s =
+      RecordTuneWinners(path_.empty() ? TuneCachePath() : path_, device, n, k, variant, winners);
+  Forget();
+  return s;
+}
+
+void TuneCacheFile::Reload(std::string path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  path_ = std::move(path);
+  Forget();
+}
+
+void TuneCacheFile::Forget() {
+  cache_.reset();
+  said_.clear();
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::string TuneCacheFile::path() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return path_.empty() ? TuneCachePath() : path_;
+}
+
+TuneCacheFile& ProcessTuneCache() {
+  static TuneCacheFile* file = new TuneCacheFile();
+  return *file;
 }
 
 }  // namespace h3

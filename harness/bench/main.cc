@@ -87,7 +87,8 @@ namespace {
 constexpr char kDefaultCache[] = "default";
 
 // --write_tune_cache: the winners among the registry configs this run timed, recorded as
-// tuning.py's record() does. Says what it wrote on stderr.
+// `python -m minimax_h3_nvfp4 tune` records its own (RecordTuneWinners). Says what it wrote on
+// stderr.
 int WriteTuneCache(const BenchContext& ctx, const std::vector<int64_t>& ms, int64_t k,
                    const std::string& flag) {
   const std::string path = flag == kDefaultCache ? TuneCachePath() : flag;

@@ -4,11 +4,11 @@
 # timeout or sanitizer report; prints the execution count.
 #   harness/fuzz/run.sh [SECONDS] [npy|tune_cache]
 # npy (the default): the .npy reader (npy_fuzzer.cc + harness/npy*.cc), seeds in corpus/.
-# tune_cache: the tuning cache's reader (tune_cache_fuzzer.cc + core/json*.cc +
-# kernels/tune_cache.cc), seeds in corpus_tune_cache/.
+# tune_cache: the tuning cache's reader and writer (tune_cache_fuzzer.cc + kernels/tune_cache.cc
+# over nlohmann-json), seeds in corpus_tune_cache/.
 # On a fresh Debian 12 machine it installs clang, the compiler-rt runtimes and pkg-config
-# (as root; otherwise it prints the apt-get command and stops). Abseil comes from libabsl-dev,
-# which ./bazelw installs.
+# (as root; otherwise it prints the apt-get command and stops). Abseil comes from libabsl-dev and
+# nlohmann-json from nlohmann-json3-dev, which ./bazelw installs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
@@ -17,13 +17,12 @@ target=${2:-npy}
 case $target in
   npy) sources=(harness/fuzz/npy_fuzzer.cc harness/npy.cc harness/npy_write.cc)
        dict=harness/fuzz/npy.dict; seeds=harness/fuzz/corpus; max_len=4096 ;;
-  tune_cache) sources=(harness/fuzz/tune_cache_fuzzer.cc core/json.cc core/json_write.cc
-         kernels/tune_cache.cc)
+  tune_cache) sources=(harness/fuzz/tune_cache_fuzzer.cc kernels/tune_cache.cc)
        dict=harness/fuzz/tune_cache.dict; seeds=harness/fuzz/corpus_tune_cache; max_len=8192 ;;
   *) echo "fuzz: TARGET must be npy or tune_cache, got '$target'" >&2; exit 2 ;;
 esac
 
-PACKAGES=(clang libclang-rt-dev pkg-config libabsl-dev)
+PACKAGES=(clang libclang-rt-dev pkg-config libabsl-dev nlohmann-json3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

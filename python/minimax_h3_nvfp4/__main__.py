@@ -91,10 +91,8 @@ def _auto_picks(props, cache=None):
     from . import tuning
     groups = []  # [[ms], "tile (why)"]
     for m in INFO_MS:
-        name, src = (cache.choose(props, m, INFO_N, INFO_K) if cache is not None
-                     else (None, "heuristic"))
-        if src == "tuned":
-            pick = "%s (tuning cache winner)" % name
+        if cache is not None:  # the library says why: "tuning cache winner", "heuristic: ..."
+            pick = "%s (%s)" % cache.choose_with_reason(props, m, INFO_N, INFO_K)
         else:
             pick = "%s (heuristic: %s)" % tuning.heuristic_with_reason(props, m)
         if groups and groups[-1][1] == pick:

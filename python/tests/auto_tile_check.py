@@ -24,7 +24,7 @@ def main():
     dev = torch.device("cuda", 0)
     ok, shown = True, 0
     for emu in ("faithful", "fast") if props["major"] == 9 else ("faithful",):
-        buckets = table.get(tuning.shape_key(N, K, tuning.variant(props, emu)), {})
+        buckets = table.get(tuning.shape_key(props, N, K, emu), {})
         for m in sorted(buckets):
             x = torch.randn(m, K, device=dev).to(torch.bfloat16)
             q = torch.zeros(N, K // 2, dtype=torch.uint8, device=dev)

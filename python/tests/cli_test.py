@@ -1,17 +1,15 @@
-"""The tuning cache (tuning.py) and the command line (python -m minimax_h3_nvfp4), on the CPU.
+"""The command line (python -m minimax_h3_nvfp4), on the CPU.
 
-Devices are given as property dicts (what _native.device_properties returns on a GPU), so the
-cache's keying, its round trip, what it ignores and the heuristic are tested without one.
+Devices are given as property dicts (what _native.device_properties returns on a GPU), so what
+`info` says tile="auto" runs is tested without one. The tuning cache and the heuristic behind it
+are the library's: kernels:tune_cache_test tests them, python:tuning_binding_test the binding.
 """
 
-import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import unittest
-import warnings
 
 import minimax_h3_nvfp4
 from minimax_h3_nvfp4 import _native, tuning
@@ -22,164 +20,11 @@ H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_
 DEFAULT = "128x256_lockstep"  # the registry's default (kernels/tiles.h: the first config)
 
 
-class CacheTest(unittest.TestCase):
-
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "sub", "tune.json")
-        self.cache = tuning.Cache(self.path)
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def fresh(self):
-        """A new process's view of the same file."""
-        return tuning.Cache(self.path)
-
-    def test_path_from_environment(self):
-        old = {k: os.environ.get(k) for k in (tuning.ENV_PATH, "XDG_CACHE_HOME")}
-        try:
-            os.environ[tuning.ENV_PATH] = "/x/y.json"
-            self.assertEqual(tuning.cache_path(), "/x/y.json")
-            del os.environ[tuning.ENV_PATH]
-            os.environ["XDG_CACHE_HOME"] = "/xdg"
-            self.assertEqual(tuning.cache_path(), "/xdg/minimax_h3_nvfp4/tune.json")
-            del os.environ["XDG_CACHE_HOME"]
-            self.assertEqual(tuning.cache_path(), os.path.expanduser(
-                "~/.cache/minimax_h3_nvfp4/tune.json"))
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-    def test_heuristic(self):
-        self.assertEqual(tuning.default_tile(), DEFAULT)
-        # (device, M, heuristic's tile, its reason): a concrete name, never "auto".
-        for props, m, tile, why in [
-                (RTX5090, 1, "128x128", "M <= 512 on SM12x"),
-                (RTX5090, 512, "128x128", "M <= 512 on SM12x"),
-                (RTX5090, 513, DEFAULT, "the default config"),
-                (dict(RTX5090, minor=1, sm_count=48), 128, "128x128", "M <= 512 on SM12x"),
-                (H200, 128, DEFAULT, "the default config"),
-                (dict(H200, major=10), 1, DEFAULT, "the default config")]:
-            with self.subTest(name=props["name"], major=props["major"], m=m):
-                self.assertEqual(tuning.heuristic_with_reason(props, m), (tile, why))
-                self.assertEqual(tuning.heuristic(props, m), tile)
-        # Without a file: the heuristic, silently.
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            self.assertEqual(self.cache.choose(RTX5090, 128, 5376, 7168),
-                             ("128x128", "heuristic"))
-            self.assertEqual(self.cache.choose(RTX5090, 4096, 5376, 7168),
-                             (DEFAULT, "heuristic"))
-        for name in ("128x128", DEFAULT):
-            self.assertIn(name, _native.tiles())
-
-    def test_round_trip(self):
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128", 4096: "128x256_lockstep"},
-                          {128: 0.25, 4096: 1.6})
-        self.cache.record(RTX5090, 256, 512, "faithful", {1: "128x256"})
-        c = self.fresh()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            self.assertEqual(c.choose(H200, 100, 5376, 7168), ("128x128", "tuned"))
-            self.assertEqual(c.choose(H200, 128, 5376, 7168, "faithful"), ("128x128", "tuned"))
-            self.assertEqual(c.choose(H200, 3000, 5376, 7168), ("128x256_lockstep", "tuned"))
-            self.assertEqual(c.choose(H200, 10 ** 6, 5376, 7168), ("128x256_lockstep", "tuned"))
-            # Another emulation or shape of a known device: the heuristic.
-            self.assertEqual(c.choose(H200, 128, 5376, 7168, "fast"), (DEFAULT, "heuristic"))
-            self.assertEqual(c.choose(H200, 128, 5376, 4096), (DEFAULT, "heuristic"))
-            # On SM12x the emulation is not part of the key.
-            self.assertEqual(c.choose(RTX5090, 64, 256, 512, "fast"), ("128x256", "tuned"))
-        with open(self.path) as f:
-            doc = json.load(f)
-        self.assertEqual(doc["format"], tuning.FORMAT)
-        self.assertEqual(len(doc["devices"]), 2)
-        entry = doc["devices"][tuning.device_key(H200)]
-        self.assertEqual(entry["library_version"], minimax_h3_nvfp4.__version__)
-        self.assertEqual(entry["device"]["compute_capability"], "9.0")
-        rows = entry["shapes"]["n=5376 k=7168 faithful"]["buckets"]
-        self.assertEqual(rows[0], {"m": 128, "tile": "128x128", "median_ms": 0.25})
-        # The key names every part the issue asks for.
-        key = tuning.device_key(H200)
-        for part in ("NVIDIA H200", "sm_90", "132 SMs", "driver 13000",
-                     "minimax_h3_nvfp4 " + minimax_h3_nvfp4.__version__):
-            self.assertIn(part, key)
-
-    def test_cached_auto_is_the_default(self):
-        # A cache may name "auto" (C++ accepts it): choose() answers the config it runs.
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "auto"})
-        self.assertEqual(self.fresh().choose(H200, 128, 5376, 7168), (DEFAULT, "tuned"))
-
-    def test_record_updates_this_process(self):
-        self.assertEqual(self.cache.choose(H200, 128, 5376, 7168), (DEFAULT, "heuristic"))
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
-        self.assertEqual(self.cache.choose(H200, 128, 5376, 7168), ("128x128", "tuned"))
-
-    def test_resolve_is_memoized(self):
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
-        c = self.fresh()
-        c._devices[0] = H200  # what device(0) asks the driver for, once
-        code = c.resolve(0, 128, 5376, 7168, "faithful")
-        self.assertEqual(code, _native.tiles()["128x128"])
-        self.assertEqual(c._memo[(0, 128, 5376, 7168, "faithful")], code)
-        os.unlink(self.path)  # the file is not read again
-        self.assertEqual(c.resolve(0, 128, 5376, 7168, "faithful"), code)
-
-    def write(self, text):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        with open(self.path, "w") as f:
-            f.write(text)
-
-    def assert_ignored_with_warning(self, pattern, device=H200):
-        c = self.fresh()
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            self.assertEqual(c.choose(device, 128, 5376, 7168), (tuning.heuristic(device, 128),
-                                                                 "heuristic"))
-        messages = [str(x.message) for x in w]
-        self.assertTrue(any(re.search(pattern, m) for m in messages), messages)
-        self.assertTrue(all(issubclass(x.category, RuntimeWarning) for x in w))
-
-    def test_corrupt_cache_ignored_with_warning(self):
-        self.write("{not json")
-        self.assert_ignored_with_warning(r"tune\.json is not a valid cache .*heuristic")
-        self.write(json.dumps({"format": "something else", "devices": {}}))
-        self.assert_ignored_with_warning(r"not a valid cache \(format must be")
-        self.write(json.dumps({"format": tuning.FORMAT, "devices": {
-            tuning.device_key(H200): {"library_version": minimax_h3_nvfp4.__version__,
-                                      "shapes": {"n=5376 k=7168 faithful": {
-                                          "buckets": [{"m": 0, "tile": "128x128"}]}}}}}))
-        self.assert_ignored_with_warning(r"a bucket must have an integer m in \[1, ")
-
-    def test_other_library_version_ignored_with_warning(self):
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
-        with open(self.path) as f:
-            doc = json.load(f)
-        (key, entry), = doc["devices"].items()
-        entry["library_version"] = "0.0.1"
-        doc["devices"] = {key.replace(minimax_h3_nvfp4.__version__, "0.0.1"): entry}
-        self.write(json.dumps(doc))
-        self.assert_ignored_with_warning(r"holds entries of minimax_h3_nvfp4 0\.0\.1, not this "
-                                         r"version")
-        # Recording again drops the foreign entries.
-        self.fresh().record(H200, 5376, 7168, "faithful", {128: "128x128"})
-        with open(self.path) as f:
-            self.assertEqual(len(json.load(f)["devices"]), 1)
-
-    def test_other_device_ignored_with_warning(self):
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "128x128"})
-        other_driver = dict(H200, driver_version=12080)
-        self.assert_ignored_with_warning(r"has no entry for this device \(NVIDIA H200 \| sm_90 \| "
-                                         r"132 SMs \| driver 12080", device=other_driver)
-        self.assert_ignored_with_warning(r"has no entry for this device", device=RTX5090)
-
-    def test_unknown_tile_name_ignored_with_warning(self):
-        self.cache.record(H200, 5376, 7168, "faithful", {128: "64x64_not_registered"})
-        self.assert_ignored_with_warning(r"names tile '64x64_not_registered', which this library "
-                                         r"does not have")
+def runfile(rel):
+    base, ws = os.environ.get("TEST_SRCDIR"), os.environ.get("TEST_WORKSPACE")
+    if base and ws:
+        return os.path.join(base, ws, rel)
+    return os.path.join(os.path.dirname(__file__), "..", "..", rel)
 
 
 SM12X_AUTO = ("M=1, 128 -> 128x128 (heuristic: M <= 512 on SM12x); M=1024, 4096, 16384 -> "
@@ -221,15 +66,40 @@ class InfoPicksTest(unittest.TestCase):
 
 class CommandLineTest(unittest.TestCase):
 
-    def run_cli(self, *args):
+    def run_cli(self, *args, cache_text=None):
         env = dict(os.environ)
         self.tmp = tempfile.TemporaryDirectory()
-        env[tuning.ENV_PATH] = os.path.join(self.tmp.name, "tune.json")
+        self.cache_path = env[tuning.ENV_PATH] = os.path.join(self.tmp.name, "tune.json")
+        if cache_text is not None:
+            with open(self.cache_path, "w") as f:
+                f.write(cache_text)
         try:
             return subprocess.run([sys.executable, "-m", "minimax_h3_nvfp4"] + list(args),
                                   env=env, capture_output=True, text=True, timeout=300)
         finally:
             self.tmp.cleanup()
+
+    def test_info_lists_the_cache(self):
+        with open(runfile("testdata/tune_cache/python_written.json")) as f:
+            golden = f.read().replace("0.1.0", minimax_h3_nvfp4.__version__)
+        p = self.run_cli("info", cache_text=golden)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        at = lines.index("tuning cache: %s (2 device entries of this version)" % self.cache_path)
+        v = minimax_h3_nvfp4.__version__
+        self.assertEqual(lines[at + 1:at + 6], [
+            "  NVIDIA GeForce RTX 5090 | sm_120 | 170 SMs | driver 13000 | minimax_h3_nvfp4 " + v,
+            "    n=256 k=512 native: M=1 -> 128x256, M=16384 -> 128x256_lockstep",
+            "  NVIDIA H200 | sm_90 | 132 SMs | driver 13000 | minimax_h3_nvfp4 " + v,
+            "    n=5376 k=7168 faithful: M=1 -> 128x128, M=128 -> 128x128, M=1024 -> 128x128, "
+            "M=4096 -> 128x256_lockstep",
+            "    n=5376 k=7168 fast: M=128 -> 128x256"])
+        p = self.run_cli("info", cache_text="{")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("tuning cache: %s (0 device entries of this version)" % self.cache_path,
+                      p.stdout)
+        self.assertRegex(p.stderr, r"RuntimeWarning: minimax_h3_nvfp4: the tuning cache .* is "
+                                   r"not a valid cache \(invalid JSON at byte 1: ")
 
     def test_info(self):
         p = self.run_cli("info")
