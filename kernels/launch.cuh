@@ -249,7 +249,7 @@ cudaError_t Launch(const Instance& k, const OutProjParams& p, int resident_ctas,
   if (e == cudaSuccess) {
     // One box per ring stage: the whole tile's kBN rows, or (two groups) one group's kGroupBN. The
     // map has n rows: the missing rows of a half tile at the end of N read as zeros.
-    e = EncodeU8MapMemo(&memo[2], encode, &tmap_wq, p.w_q, p.n, p.k / 2, Cfg::kGroupBN,
+    e = EncodeU8MapMemo(&memo[2], encode, &tmap_wq, p.o_weight_q, p.n, p.k / 2, Cfg::kGroupBN,
                         Cfg::kRowBytes, kCodeSwizzle);
   }
   if (e != cudaSuccess) {

@@ -90,7 +90,7 @@ struct Loader {
     const int groups = SfbGroups(ring, nt);
     for (int gi = 0; gi < groups; ++gi) {
       ptx::BulkLoad(st.Sfb(ring, stage) + gi * Cfg::kSfbGroupBytes,
-                    p.w_sf + (row0 / 128 + gi) * sfb_group_bytes +
+                    p.o_weight_sf + (row0 / 128 + gi) * sfb_group_bytes +
                         static_cast<int64_t>(ks) * Cfg::kSfbGroupBytes,
                     Cfg::kSfbGroupBytes, bar);
     }

@@ -215,32 +215,30 @@ std::string StallMessageOfCurrentContext() {
   return r.has_value() ? kernels::StallMessage(*r) : "";
 }
 
-absl::Status CheckPtr(const char* name, const void* p, uintptr_t align) {
-  if (p == nullptr) {
+// The kernel's shape rule (n, k tiled; m within the grid's reach), naming where each dimension
+// came from.
+absl::Status GpuShapeRule(const OpDims& d) {
+  auto bad = [&d](const char* what, const std::string& want, int64_t got) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be a device pointer, got null", name));
-  }
-  if (reinterpret_cast<uintptr_t>(p) % align != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be %d-byte aligned, got address %p",
-                        name, static_cast<int>(align), p));
-  }
+        absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be %s, got %d (%s)", what, want, got,
+                        DimensionSources(d, "MNKG")));
+  };
+  if (d.m < 0) return bad("m", ">= 0", d.m);
+  if (d.n <= 0 || d.n % kOutProjNMultiple != 0) return bad("n", "a positive multiple of 128", d.n);
+  if (d.k <= 0 || d.k % kOutProjKMultiple != 0) return bad("k", "a positive multiple of 256", d.k);
+  if (d.g < 1) return bad("g", ">= 1", d.g);
+  if (d.n > (int64_t{1} << 30)) return bad("n", "<= 2^30", d.n);
+  if (d.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", d.k);
+  if (d.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", d.g);
+  if (d.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), d.m);
   return absl::OkStatus();
 }
 
-absl::Status ValidateArgs(const OutProjArgs& a) {
+absl::Status ValidateArgs(const OutProjArgs& a, OpDims* d) {
   auto bad = [](const char* what, const std::string& want, int64_t got) {
     return absl::InvalidArgumentError(
         absl::StrFormat("minimax_h3_nvfp4_out_proj: %s must be %s, got %d", what, want, got));
   };
-  if (a.m < 0) return bad("m", ">= 0", a.m);
-  if (a.n <= 0 || a.n % kOutProjNMultiple != 0) return bad("n", "a positive multiple of 128", a.n);
-  if (a.k <= 0 || a.k % kOutProjKMultiple != 0) return bad("k", "a positive multiple of 256", a.k);
-  if (a.g < 1) return bad("g", ">= 1", a.g);
-  if (a.n > (int64_t{1} << 30)) return bad("n", "<= 2^30", a.n);
-  if (a.k > (int64_t{1} << 30)) return bad("k", "<= 2^30", a.k);
-  if (a.g > (int64_t{1} << 30)) return bad("g", "<= 2^30", a.g);
-  if (a.m > kOutProjMaxM) return bad("m", absl::StrFormat("<= %d", kOutProjMaxM), a.m);
   if (FindOutProjTile(a.tile) == nullptr) {
     return bad("tile", "a registered tile config: " + OutProjTileCodes(),
                static_cast<int>(a.tile));
@@ -250,62 +248,52 @@ absl::Status ValidateArgs(const OutProjArgs& a) {
       emu != static_cast<int>(Sm90Emulation::kFast)) {
     return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
   }
-  if (a.m == 0) return absl::OkStatus();
-  // Alignment: 16 bytes where TMA / bulk copies / 16-byte vector loads read, 4 bytes where
-  // the epilogue moves bf16 pairs.
-  absl::Status s;
-  if (!(s = CheckPtr("attn_out", a.attn_out, 16)).ok()) return s;
-  if (!(s = CheckPtr("o_weight_q", a.o_weight_q, 16)).ok()) return s;
-  if (!(s = CheckPtr("o_weight_sf", a.o_weight_sf, 16)).ok()) return s;
-  if (!(s = CheckPtr("act_global_scale", a.act_global_scale, 4)).ok()) return s;
-  if (!(s = CheckPtr("gate", a.gate, 4)).ok()) return s;
-  if (!(s = CheckPtr("gate_index", a.gate_index, 4)).ok()) return s;
-  if (!(s = CheckPtr("residual", a.residual, 4)).ok()) return s;
-  if (!(s = CheckPtr("out", a.out, 4)).ok()) return s;
-  if (a.o_weight_global_scale_dev != nullptr &&
-      !(s = CheckPtr("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4)).ok()) {
-    return s;
+  const OperandRules rules{GpuShapeRule, "a device pointer", /*check_alignment=*/true,
+                           OutProjReadyFlagBytes};
+  if (absl::Status s = ValidateOperands(a, rules, d); !s.ok()) return s;
+  if (a.o_weight_global_scale.data == nullptr) {
+    // A host value costs nothing to check (device values: in CheckMode::kChecked).
+    if (absl::Status s = CheckGlobalScale("o_weight_global_scale", a.o_weight_global_scale_value);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
+    }
   }
-  if ((a.act_q == nullptr) != (a.act_sf == nullptr)) {
+  if (d->m == 0) return absl::OkStatus();
+  // The kernel takes both activation workspaces from one source (TMA maps over each).
+  if ((a.act_q.data == nullptr) != (a.act_sf.data == nullptr)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "minimax_h3_nvfp4_out_proj: act_q and act_sf must both be given or both be null, got "
         "act_q=%p act_sf=%p",
-        static_cast<const void*>(a.act_q), static_cast<const void*>(a.act_sf)));
+        a.act_q.data, a.act_sf.data));
   }
-  if (a.act_q != nullptr) {
-    if (!(s = CheckPtr("act_q", a.act_q, 16)).ok()) return s;
-    if (!(s = CheckPtr("act_sf", a.act_sf, 16)).ok()) return s;
-  }
-  if (a.ready_flags != nullptr && !(s = CheckPtr("ready_flags", a.ready_flags, 16)).ok()) {
-    return s;
-  }
-  if (a.ready_flags_zeroed && a.ready_flags == nullptr) {
+  if (a.ready_flags_zeroed && a.ready_flags.data == nullptr) {
     return absl::InvalidArgumentError(
         "minimax_h3_nvfp4_out_proj: ready_flags_zeroed must be false where ready_flags is null "
         "(the op allocates and zeroes its own), got true");
   }
-  // Overlaps (contract section 9): out may be exactly residual; nothing else may overlap.
-  const int64_t sf_bytes = SwizzledScaleBytes(a.n, a.k / kScaleBlock);
-  return CheckAliasing(
-      {
-          RangeOf("attn_out", a.attn_out, a.m * a.k * 2),
-          RangeOf("o_weight_q", a.o_weight_q, a.n * a.k / 2),
-          RangeOf("o_weight_sf", a.o_weight_sf, sf_bytes),
-          RangeOf("o_weight_global_scale_dev", a.o_weight_global_scale_dev, 4),
-          RangeOf("act_global_scale", a.act_global_scale, 4),
-          RangeOf("gate", a.gate, a.g * a.n * 2),
-          RangeOf("gate_index", a.gate_index, a.m * 4),
-          RangeOf("residual", a.residual, a.m * a.n * 2),
-      },
-      {
-          RangeOf("out", a.out, a.m * a.n * 2),
-          RangeOf("act_q", a.act_q, a.m * a.k / 2),
-          RangeOf("act_sf", a.act_sf, a.m * a.k / 16),
-          RangeOf("ready_flags", a.ready_flags, OutProjReadyFlagBytes(a.m)),
-      },
-      a.out == a.residual);
+  return absl::OkStatus();
 }
 
+// The kernel's parameters from validated operands: each operand's pointer (core/operands.def),
+// its element type the kernel's (params.h).
+kernels::OutProjParams ParamsOf(const OutProjArgs& a, const OpDims& d) {
+  kernels::OutProjParams p;
+  p.m = d.m;
+  p.n = static_cast<int>(d.n);
+  p.k = static_cast<int>(d.k);
+  p.g = static_cast<int>(d.g);
+#define H3_COPY_VALUE_REQUIRED(name)
+#define H3_COPY_VALUE_OPTIONAL(name)
+#define H3_COPY_VALUE_IN_PLACE(name)
+#define H3_COPY_VALUE_OR_VALUE(name) p.name##_value = a.name##_value;
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, ...) \
+  H3_COPY_VALUE_##presence(name) p.name =                     \
+      static_cast<decltype(p.name)>(const_cast<void*>(a.name.data));
+#include "core/operands.def"
+#undef H3_OPERAND
+  if (p.residual == nullptr) p.residual = p.out;  // in place (contract section 9)
+  return p;
+}
 
 }  // namespace
 
@@ -338,13 +326,14 @@ absl::Status OutProjCudaError(cudaError_t e, const char* what) {
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels) {
-  if (absl::Status s = ValidateArgs(args); !s.ok()) return s;
-  if (args.m == 0) return absl::OkStatus();
+  OpDims dims;
+  if (absl::Status s = ValidateArgs(args, &dims); !s.ok()) return s;
+  if (dims.m == 0) return absl::OkStatus();
   absl::StatusOr<const DeviceKind*> kind_or = CachedDeviceKind(args.sm90_emulation);
   if (!kind_or.ok()) return kind_or.status();
   const DeviceKind* kind = *kind_or;
   // kAuto: the tuning cache's choice (out_proj_tile.cc)
-  absl::StatusOr<OutProjTile> tile_or = internal::ResolvedOutProjTile(args);
+  absl::StatusOr<OutProjTile> tile_or = internal::ResolvedOutProjTile(args, dims);
   if (!tile_or.ok()) return tile_or.status();
   const OutProjTile tile = *tile_or;
   absl::StatusOr<unsigned long long> ctx = CurrentContextId();
@@ -367,20 +356,18 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
           "minimax_h3_nvfp4_out_proj: CheckMode::kChecked synchronizes and cannot be captured; "
           "capture with CheckMode::kAsync");
     }
-    float act_gs = 0.f, w_gs = args.o_weight_global_scale;
-    cudaError_t e = cudaMemcpyAsync(&act_gs, args.act_global_scale, sizeof(float),
+    float act_gs = 0.f, w_gs = args.o_weight_global_scale_value;
+    cudaError_t e = cudaMemcpyAsync(&act_gs, args.act_global_scale.data, sizeof(float),
                                     cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess && args.o_weight_global_scale_dev != nullptr) {
-      e = cudaMemcpyAsync(&w_gs, args.o_weight_global_scale_dev, sizeof(float),
+    if (e == cudaSuccess && args.o_weight_global_scale.data != nullptr) {
+      e = cudaMemcpyAsync(&w_gs, args.o_weight_global_scale.data, sizeof(float),
                           cudaMemcpyDeviceToHost, stream);
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return OutProjCudaError(e, "reading the global scales (kChecked)");
     for (const auto& [name, v] :
          {std::pair<const char*, float>{"act_global_scale", act_gs},
-          {args.o_weight_global_scale_dev != nullptr ? "o_weight_global_scale_dev"
-                                                     : "o_weight_global_scale",
-           w_gs}}) {
+          {"o_weight_global_scale", w_gs}}) {
       if (absl::Status s = CheckGlobalScale(name, v); !s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
@@ -390,47 +377,35 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
   // stream-ordered allocation: no synchronization, so the call stays graph-capturable.
-  const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(args.m));
-  const size_t q_bytes = (static_cast<size_t>(args.m) * (args.k / 2) + 255) / 256 * 256;
-  const size_t sf_bytes = static_cast<size_t>(args.m) * (args.k / 16);
+  const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(dims.m));
+  const size_t q_bytes = (static_cast<size_t>(dims.m) * (dims.k / 2) + 255) / 256 * 256;
+  const size_t sf_bytes = static_cast<size_t>(dims.m) * (dims.k / 16);
   size_t ws_bytes = 0;
-  if (args.ready_flags == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
-  if (args.act_q == nullptr) ws_bytes += q_bytes + sf_bytes;
+  if (args.ready_flags.data == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
+  if (args.act_q.data == nullptr) ws_bytes += q_bytes + sf_bytes;
   void* ws = nullptr;
   if (ws_bytes > 0) {
     const cudaError_t e = cudaMallocAsync(&ws, ws_bytes, stream);
     if (e != cudaSuccess) return OutProjCudaError(e, "cudaMallocAsync(workspace)");
   }
   uint8_t* next = static_cast<uint8_t*>(ws);
-  void* flags = args.ready_flags;
+  void* flags = const_cast<void*>(args.ready_flags.data);
   if (flags == nullptr) {
     flags = next;
     next += (flag_bytes + 255) / 256 * 256;
   }
 
   // The kernel's parameters, filled once here; the launcher adds only the TMA descriptors.
-  kernels::OutProjParams p;
-  p.m = args.m;
-  p.n = static_cast<int>(args.n);
-  p.k = static_cast<int>(args.k);
-  p.g = static_cast<int>(args.g);
-  p.attn_out = args.attn_out;
-  p.w_q = args.o_weight_q;
-  p.w_sf = args.o_weight_sf;
-  p.w_gs = args.o_weight_global_scale;
-  p.w_gs_dev = args.o_weight_global_scale_dev;
-  p.act_gs = args.act_global_scale;
-  p.gate = args.gate;
-  p.gate_index = args.gate_index;
-  p.residual = args.residual;
-  p.out = args.out;
-  p.act_q = args.act_q != nullptr ? args.act_q : next;
-  p.act_sf = args.act_q != nullptr ? args.act_sf : next + q_bytes;
+  kernels::OutProjParams p = ParamsOf(args, dims);
+  if (p.act_q == nullptr) {
+    p.act_q = next;
+    p.act_sf = next + q_bytes;
+  }
   p.ready_flags = static_cast<uint32_t*>(flags);
   // The API asks 4-byte alignment of these; 16 lets the kernel move 16 bytes per access.
   const auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  p.prefetch_residual = aligned16(args.residual);
-  p.vec16_epilogue = aligned16(args.residual) && aligned16(args.out) && aligned16(args.gate);
+  p.prefetch_residual = aligned16(p.residual);
+  p.vec16_epilogue = aligned16(p.residual) && aligned16(p.out) && aligned16(p.gate);
   p.wait_limit_ns = *wait_limit;
   p.stall = stall;
 

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/operands.h"
 #include "core/shape.h"
 #include "kernels/granularity.h"  // kOutProjNMultiple, kOutProjKMultiple, kOutProjTileM
 #include "kernels/tiles.h"        // OutProjTile, the tile-config registry
@@ -44,24 +45,15 @@ namespace h3 {
 //    whose consumer loop is NOT the SM120 one.
 enum class Sm90Emulation { kFaithful, kFast };
 
-struct OutProjArgs {
-  int64_t m = 0, n = kH3N, k = kH3K, g = kH3G;
-  const uint16_t* attn_out = nullptr;    // device, bf16 [m, k]
-  const uint8_t* o_weight_q = nullptr;   // device [n, k/2]
-  const uint8_t* o_weight_sf = nullptr;  // device, 128x4 swizzled
-  float o_weight_global_scale = 0.f;     // used when o_weight_global_scale_dev == nullptr
-  const float* o_weight_global_scale_dev = nullptr;
-  const float* act_global_scale = nullptr;  // device [1]
-  const uint16_t* gate = nullptr;           // device bf16 [g, n]
-  const int32_t* gate_index = nullptr;      // device [m]
-  const uint16_t* residual = nullptr;       // device bf16 [m, n]; may equal out
-  uint16_t* out = nullptr;                  // device bf16 [m, n]
-  uint8_t* act_q = nullptr;                 // optional device workspace [m, k/2]
-  uint8_t* act_sf = nullptr;                // optional device workspace [m, k/16] linear
-  // Optional device workspace of OutProjReadyFlagBytes(m) bytes, 16-byte aligned, overlapping
-  // no operand; its contents on entry do not matter (the op zeroes it on the stream) unless
-  // ready_flags_zeroed says they are zero already.
-  void* ready_flags = nullptr;
+// The operands (core/operands.def: OperandSet's fields, each a device pointer with its shape,
+// e.g. args.attn_out = Operand::Of(ptr, {m, k})) and the options. M, K come from attn_out, N from
+// o_weight_q, G from gate; every other operand is checked against them. Optional operands:
+// o_weight_global_scale (null: o_weight_global_scale_value, a host float), residual (null: out
+// holds the residual, in place), act_q with act_sf (workspaces the op fills with the
+// activation's codes and linear scales; else the op allocates them), ready_flags (a workspace of
+// at least OutProjReadyFlagBytes(m) bytes, 16-byte aligned; its contents on entry do not matter
+// - the op zeroes it on the stream - unless ready_flags_zeroed says they are zero already).
+struct OutProjArgs : OperandSet {
   // True: ready_flags is all zero where this call's kernel starts, and the op skips its
   // cudaMemsetAsync (one stream operation fewer; 1.4 us of host time on the H200's host). Every
   // kernel leaves the buffer all zero when it completes (its last CTA zeroes what the grid
@@ -86,8 +78,11 @@ struct OutProjArgs {
 // and synchronizes again after the launch to report execution errors.
 enum class CheckMode { kAsync, kChecked };
 
-// Supported shapes: 0 <= m <= kOutProjMaxM (0 is a no-op), n a positive multiple of 128, k a
-// positive multiple of 256, g >= 1. Errors name the argument, the expected and the given value; on
+// Supported shapes: 0 <= m <= kOutProjMaxM (0 is a no-op: no operand is read, written or
+// required), n a positive multiple of 128, k a positive multiple of 256, g >= 1. Every check of
+// the operands is here (core/operands.h ValidateOperands with this backend's rules: shapes,
+// presence, alignment - 16 bytes where TMA or 16-byte vectors read, else 4 - and aliasing),
+// before anything is enqueued. Errors name the argument, the expected and the given value; on
 // error nothing is written.
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
                                    CheckMode mode = CheckMode::kAsync);

@@ -24,12 +24,12 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 // the stall test checks its fields (OutProjStallStatus gives the same as a message).
 std::optional<kernels::StallReport> OutProjStallReport();
 
-// The config a call with `args` runs on the current device: args.tile, or for kAuto the tuning
+// The config a call with `args` (of `dims`, validated) runs on the current device: args.tile, or for kAuto the tuning
 // cache's choice (kernels/tune_cache.h; the file is read at the process's first kAuto call).
 // The host API's own choice (out_proj_tile.cc): after the first call of a (device, shape), a
 // lock and a map lookup; nothing enqueued, nothing synchronized (capturable). Tests read it too:
 // which config kAuto picked is not observable in the output.
-absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args);
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& args, const OpDims& dims);
 
 // "minimax_h3_nvfp4_out_proj: <what> failed: <CUDA error name> (<its text>)".
 absl::Status OutProjCudaError(cudaError_t e, const char* what);

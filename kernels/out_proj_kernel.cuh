@@ -211,7 +211,8 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
 
 // alpha = 1 (/) (act_gs (x) w_gs) (contract section 6).
 __device__ __forceinline__ float EpilogueAlpha(const OutProjParams& p, float act_gs) {
-  const float w_gs = p.w_gs_dev != nullptr ? *p.w_gs_dev : p.w_gs;
+  const float w_gs = p.o_weight_global_scale != nullptr ? *p.o_weight_global_scale
+                                                       : p.o_weight_global_scale_value;
   return __fdiv_rn(1.0f, __fmul_rn(act_gs, w_gs));
 }
 
@@ -222,7 +223,7 @@ __device__ __forceinline__ void RunOutProj(const CUtensorMap* tmap_aq, const CUt
   SharedStorage<Cfg>& st = AlignedSmem<SharedStorage<Cfg>>(smem_raw);
   if (threadIdx.x == 0) InitRings<Cfg>(st, tmap_aq, tmap_asf, tmap_wq);
   __syncthreads();
-  const float act_gs = *p.act_gs;
+  const float act_gs = *p.act_global_scale;
   if (ptx::WarpIdxUniform() < Cfg::kProducerWarps) {
     RunProducers<Cfg, Arch, Variant>(p, tmap_aq, tmap_asf, tmap_wq, st, act_gs);
   } else {

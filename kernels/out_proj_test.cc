@@ -213,7 +213,7 @@ TEST(OutProjTest, DeterministicAndGraphReplay) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   for (bool own_ws : {true, false}) {  // caller workspace last: act_q checked below
     OutProjArgs ga = a;
-    if (own_ws) ga.act_q = nullptr, ga.act_sf = nullptr;
+    if (own_ws) ga.act_q = ga.act_sf = Operand();
     cudaGraph_t graph;
     ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
     const absl::Status st = MinimaxH3Nvfp4OutProj(ga, s);
@@ -304,9 +304,9 @@ TEST(OutProjTest, FourByteAlignedEpilogueEqualsVec16) {
     const std::vector<uint16_t> want = Host(d->out);
     ASSERT_TRUE(out4.Fill(0xFF).ok());
     OutProjArgs a = testbed::ArgsFor(*d, o);
-    a.gate = gate4.get() + 2;
-    a.residual = res4.get() + 2;
-    a.out = out4.get() + 2;
+    a.gate.data = gate4.get() + 2;
+    a.residual.data = res4.get() + 2;
+    a.out.data = out4.get() + 2;
     ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
     const std::vector<uint16_t> got4 = Host(out4);
     ASSERT_EQ(got4.size(), want.size() + 2);
@@ -321,7 +321,9 @@ TEST(OutProjTest, MZeroIsNoOp) {
   absl::StatusOr<DeviceProblem> d = Upload(*p);
   ASSERT_TRUE(d.ok()) << d.status();
   OutProjArgs a = testbed::ArgsFor(*d);
-  a.m = 0;
+  for (Operand* o : {&a.attn_out, &a.gate_index, &a.residual, &a.out, &a.act_q, &a.act_sf}) {
+    o->shape[0] = 0;  // M = 0 everywhere
+  }
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a, nullptr, CheckMode::kChecked).ok());
   const std::vector<uint16_t> out = Host(d->out);
   ASSERT_EQ(out.size(), 4u * 256);
@@ -334,6 +336,8 @@ TEST(OutProjTest, BackendName) {
   ASSERT_TRUE(name.ok()) << name.status();
   std::printf("backend: %s\n", name->c_str());
 }
+
+const void* Shift(const void* p, int bytes) { return static_cast<const uint8_t*>(p) + bytes; }
 
 // Every error path: the status names the argument, nothing is written.
 TEST(OutProjTest, ErrorPaths) {
@@ -355,96 +359,99 @@ TEST(OutProjTest, ErrorPaths) {
     const char* mentions;
   };
   const std::vector<ErrCase> cases = {
-      {"m<0", [](OutProjArgs& a) { a.m = -1; }, CheckMode::kAsync,
+      {"m<0", [](OutProjArgs& a) { a.attn_out.shape[0] = -1; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "m must"},
-      {"m near INT64_MAX", [](OutProjArgs& a) { a.m = INT64_MAX - 5; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "m must be <="},
-      {"m = 2^31", [](OutProjArgs& a) { a.m = int64_t{1} << 31; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "m must be <= 2147483647, got 2147483648"},
+      {"m near INT64_MAX", [](OutProjArgs& a) { a.attn_out.shape[0] = INT64_MAX - 5; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "m must be <="},
+      {"m = 2^31", [](OutProjArgs& a) { a.attn_out.shape[0] = int64_t{1} << 31; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
+       "m must be <= 2147483647, got 2147483648"},
       {"misaligned ready_flags",
-       [](OutProjArgs& a) { a.ready_flags = reinterpret_cast<uint8_t*>(a.act_sf) + 4; },
+       [](OutProjArgs& a) { a.ready_flags = Operand::Of(Shift(a.act_sf.data, 4), {4096}); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "ready_flags must be 16-byte"},
-      {"ready_flags over act_sf", [](OutProjArgs& a) { a.ready_flags = a.act_sf; },
+      {"ready_flags over act_sf",
+       [](OutProjArgs& a) { a.ready_flags = Operand::Of(a.act_sf.data, {4096}); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "must not overlap"},
+      {"ready_flags too small",
+       [](OutProjArgs& a) { a.ready_flags = Operand::Of(a.act_sf.data, {8}); }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "ready_flags must be 1-D with at least"},
       {"ready_flags_zeroed without ready_flags",
        [](OutProjArgs& a) {
-         a.ready_flags = nullptr;
+         a.ready_flags = Operand();
          a.ready_flags_zeroed = true;
        },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
        "ready_flags_zeroed must be false where ready_flags is null"},
-      {"n", [](OutProjArgs& a) { a.n = 200; }, CheckMode::kAsync,
+      {"n", [](OutProjArgs& a) { a.o_weight_q.shape[0] = 200; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "n must"},
-      {"n0", [](OutProjArgs& a) { a.n = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
-       "n must"},
+      {"n0", [](OutProjArgs& a) { a.o_weight_q.shape[0] = 0; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "n must"},
       {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(77); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument,
        "tile must be a registered tile config: 0 (auto), 3 (128x256_lockstep), 1 (128x256), 2 "
        "(128x128), got 77"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
-      {"k", [](OutProjArgs& a) { a.k = 320; }, CheckMode::kAsync,
+      {"k", [](OutProjArgs& a) { a.attn_out.shape[1] = 320; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "k must"},
-      {"g", [](OutProjArgs& a) { a.g = 0; }, CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
-       "g must"},
-      {"null attn", [](OutProjArgs& a) { a.attn_out = nullptr; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "attn_out"},
-      {"null wq", [](OutProjArgs& a) { a.o_weight_q = nullptr; }, CheckMode::kAsync,
+      {"g", [](OutProjArgs& a) { a.gate.shape[0] = 0; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "g must"},
+      {"residual shape", [](OutProjArgs& a) { a.residual.shape[1] = 128; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "residual must have shape [M, N] = [64, 256]"},
+      {"null attn", [](OutProjArgs& a) { a.attn_out.data = nullptr; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "attn_out must be a device pointer, got null"},
+      {"null wq", [](OutProjArgs& a) { a.o_weight_q.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "o_weight_q"},
-      {"null wsf", [](OutProjArgs& a) { a.o_weight_sf = nullptr; }, CheckMode::kAsync,
+      {"null wsf", [](OutProjArgs& a) { a.o_weight_sf.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "o_weight_sf"},
-      {"null act_gs", [](OutProjArgs& a) { a.act_global_scale = nullptr; }, CheckMode::kAsync,
+      {"null act_gs", [](OutProjArgs& a) { a.act_global_scale.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "act_global_scale"},
-      {"null gate", [](OutProjArgs& a) { a.gate = nullptr; }, CheckMode::kAsync,
+      {"null gate", [](OutProjArgs& a) { a.gate.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "gate"},
-      {"null gate_index", [](OutProjArgs& a) { a.gate_index = nullptr; }, CheckMode::kAsync,
+      {"null gate_index", [](OutProjArgs& a) { a.gate_index.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "gate_index"},
-      {"null residual", [](OutProjArgs& a) { a.residual = nullptr; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "residual"},
-      {"null out", [](OutProjArgs& a) { a.out = nullptr; }, CheckMode::kAsync,
+      {"null out", [](OutProjArgs& a) { a.out.data = nullptr; }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "out"},
-      {"half workspace", [](OutProjArgs& a) { a.act_sf = nullptr; }, CheckMode::kAsync,
+      {"half workspace", [](OutProjArgs& a) { a.act_sf = Operand(); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument, "act_q and act_sf"},
-      {"misaligned attn", [](OutProjArgs& a) { a.attn_out += 1; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "attn_out must be 16-byte"},
-      {"misaligned act_q", [](OutProjArgs& a) { a.act_q += 8; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "act_q must be 16-byte"},
-      {"misaligned wsf", [](OutProjArgs& a) { a.o_weight_sf += 4; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "o_weight_sf must be 16-byte"},
-      {"misaligned out",
-       [](OutProjArgs& a) {
-         a.out = reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(a.out) + 2);
-       },
+      {"misaligned attn", [](OutProjArgs& a) { a.attn_out.data = Shift(a.attn_out.data, 2); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "attn_out must be 16-byte"},
+      {"misaligned act_q", [](OutProjArgs& a) { a.act_q.data = Shift(a.act_q.data, 8); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "act_q must be 16-byte"},
+      {"misaligned wsf", [](OutProjArgs& a) { a.o_weight_sf.data = Shift(a.o_weight_sf.data, 4); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "o_weight_sf must be 16-byte"},
+      {"misaligned out", [](OutProjArgs& a) { a.out.data = Shift(a.out.data, 2); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "out must be 4-byte"},
-      {"out overlaps residual",
-       [](OutProjArgs& a) { a.out = const_cast<uint16_t*>(a.residual) + 2; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "out must not overlap"},
-      {"out overlaps attn",
-       [](OutProjArgs& a) {
-         a.out = reinterpret_cast<uint16_t*>(const_cast<uint16_t*>(a.attn_out));
-       },
-       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "out must not overlap attn_out"},
-      {"act_q overlaps out", [](OutProjArgs& a) { a.act_q = reinterpret_cast<uint8_t*>(a.out); },
-       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "must not overlap"},
-      {"act_sf overlaps act_q", [](OutProjArgs& a) { a.act_sf = a.act_q + 16; }, CheckMode::kAsync,
-       absl::StatusCode::kInvalidArgument, "act_q must not overlap act_sf"},
-      {"act_sf overlaps gate",
-       [](OutProjArgs& a) { a.act_sf = reinterpret_cast<uint8_t*>(const_cast<uint16_t*>(a.gate)); },
+      {"out overlaps residual", [](OutProjArgs& a) { a.out.data = Shift(a.residual.data, 4); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "out must not overlap"},
+      {"out overlaps attn", [](OutProjArgs& a) { a.out.data = a.attn_out.data; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "out must not overlap attn_out"},
+      {"act_q overlaps out", [](OutProjArgs& a) { a.act_q.data = a.out.data; }, CheckMode::kAsync,
+       absl::StatusCode::kInvalidArgument, "must not overlap"},
+      {"act_sf overlaps act_q", [](OutProjArgs& a) { a.act_sf.data = Shift(a.act_q.data, 16); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "act_q must not overlap act_sf"},
+      {"act_sf overlaps gate", [](OutProjArgs& a) { a.act_sf.data = a.gate.data; },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "act_sf must not overlap gate"},
-      {"act_gs 0", [&](OutProjArgs& a) { a.act_global_scale = bad_scale; }, CheckMode::kChecked,
-       absl::StatusCode::kInvalidArgument, "act_global_scale must be a finite value > 0"},
-      {"act_gs -1", [&](OutProjArgs& a) { a.act_global_scale = bad_scale + 1; },
+      {"act_gs 0", [&](OutProjArgs& a) { a.act_global_scale.data = bad_scale; },
+       CheckMode::kChecked, absl::StatusCode::kInvalidArgument,
+       "act_global_scale must be a finite value > 0"},
+      {"act_gs -1", [&](OutProjArgs& a) { a.act_global_scale.data = bad_scale + 1; },
        CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "act_global_scale"},
-      {"act_gs nan", [&](OutProjArgs& a) { a.act_global_scale = bad_scale + 2; },
+      {"act_gs nan", [&](OutProjArgs& a) { a.act_global_scale.data = bad_scale + 2; },
        CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "act_global_scale"},
-      {"act_gs inf", [&](OutProjArgs& a) { a.act_global_scale = bad_scale + 3; },
+      {"act_gs inf", [&](OutProjArgs& a) { a.act_global_scale.data = bad_scale + 3; },
        CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "act_global_scale"},
-      {"w_gs host 0", [](OutProjArgs& a) { a.o_weight_global_scale = 0.f; }, CheckMode::kChecked,
-       absl::StatusCode::kInvalidArgument, "o_weight_global_scale must"},
-      {"w_gs host inf", [](OutProjArgs& a) { a.o_weight_global_scale = INFINITY; },
+      {"w_gs host 0", [](OutProjArgs& a) { a.o_weight_global_scale_value = 0.f; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "o_weight_global_scale must"},
+      {"w_gs host inf", [](OutProjArgs& a) { a.o_weight_global_scale_value = INFINITY; },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "o_weight_global_scale must"},
+      {"w_gs dev nan",
+       [&](OutProjArgs& a) { a.o_weight_global_scale = Operand::Of(bad_scale + 2, {1}); },
        CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "o_weight_global_scale must"},
-      {"w_gs dev nan", [&](OutProjArgs& a) { a.o_weight_global_scale_dev = bad_scale + 2; },
-       CheckMode::kChecked, absl::StatusCode::kInvalidArgument, "o_weight_global_scale_dev"},
+      {"w_gs dev 2 elements",
+       [&](OutProjArgs& a) { a.o_weight_global_scale = Operand::Of(bad_scale, {2}); },
+       CheckMode::kAsync, absl::StatusCode::kInvalidArgument,
+       "o_weight_global_scale must be one float32 ([1] or a scalar), got shape [2]"},
   };
   for (const ErrCase& c : cases) {
     OutProjArgs a = good;
@@ -526,10 +533,12 @@ TEST(OutProjTest, TwoStreamsConcurrently) {
     testbed::DeviceBuffer<uint8_t> f1, f2;
     OutProjArgs a1 = testbed::ArgsFor(*d1), a2 = testbed::ArgsFor(*d2);
     if (caller_flags) {  // garbage on entry: the op zeroes them on its stream
-      ASSERT_TRUE(f1.Alloc(OutProjReadyFlagBytes(a1.m)).ok() && f1.Fill(0xA5).ok());
-      ASSERT_TRUE(f2.Alloc(OutProjReadyFlagBytes(a2.m)).ok() && f2.Fill(0x5A).ok());
-      a1.ready_flags = f1.get();
-      a2.ready_flags = f2.get();
+      const int64_t b1 = OutProjReadyFlagBytes(p1->shape.m),
+                    b2 = OutProjReadyFlagBytes(p2->shape.m);
+      ASSERT_TRUE(f1.Alloc(b1).ok() && f1.Fill(0xA5).ok());
+      ASSERT_TRUE(f2.Alloc(b2).ok() && f2.Fill(0x5A).ok());
+      a1.ready_flags = Operand::Of(f1.get(), {b1});
+      a2.ready_flags = Operand::Of(f2.get(), {b2});
     }
     for (int rep = 0; rep < 4; ++rep) {
       ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a1, s1).ok());
@@ -570,7 +579,7 @@ TEST(OutProjTest, ReusedFlagsLeftZero) {
       for (OutProjArgs* a : {&a1, &a2}) {
         a->sm90_emulation = emu;
         a->tile = tile;
-        a->ready_flags = flags.get();
+        a->ready_flags = Operand::Of(flags.get(), {static_cast<int64_t>(flags.count())});
       }
       ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a1, s).ok());  // zeroes the garbage
       ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);

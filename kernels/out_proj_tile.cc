@@ -28,7 +28,7 @@ namespace h3::internal {
 // properties are asked once; after that a call costs a lock and a few map lookups. Nothing here
 // enqueues work or synchronizes, so a kAuto call - the first of the process included - may be
 // captured. Each warning is printed once per process (once per reading of the file).
-absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
+absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a, const OpDims& dims) {
   if (a.tile != OutProjTile::kAuto) return a.tile;
   struct State {
     std::mutex mu;
@@ -49,7 +49,8 @@ absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
     state->chosen.clear();  // the file was read again (written by `tune`): answers may differ
     state->generation = g;
   }
-  const auto memo_key = std::make_tuple(dev, a.m, a.n, a.k, static_cast<int>(a.sm90_emulation));
+  const auto memo_key =
+      std::make_tuple(dev, dims.m, dims.n, dims.k, static_cast<int>(a.sm90_emulation));
   if (auto hit = state->chosen.find(memo_key); hit != state->chosen.end()) return hit->second;
   auto it = state->devices.find(dev);
   if (it == state->devices.end()) {
@@ -68,7 +69,7 @@ absl::StatusOr<OutProjTile> ResolvedOutProjTile(const OutProjArgs& a) {
   }
   std::vector<std::string> warnings;  // the ones not said before in this process
   const TuneCache::Choice choice = cache.Choose(
-      it->second, a.m, a.n, a.k,
+      it->second, dims.m, dims.n, dims.k,
       TuneVariant(it->second.major, a.sm90_emulation == Sm90Emulation::kFast), &warnings);
   for (const std::string& w : warnings) {
     std::fprintf(stderr, "minimax_h3_nvfp4: warning: %s\n", w.c_str());

@@ -106,11 +106,8 @@ TEST(TuneCacheGpuTest, FirstCapturedKAutoCallFollowsTheCache) {
   };
   for (const Row& r : table) {
     OutProjArgs a = args;
-    a.m = r.m;
-    a.n = r.n;
-    a.k = r.k;
     a.sm90_emulation = r.emulation;
-    absl::StatusOr<OutProjTile> t = internal::ResolvedOutProjTile(a);
+    absl::StatusOr<OutProjTile> t = internal::ResolvedOutProjTile(a, OpDims{r.m, r.n, r.k, 9});
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_EQ(FindOutProjTile(*t)->name, std::string(FindOutProjTile(r.want)->name))
         << "m=" << r.m << " n=" << r.n << " k=" << r.k;
@@ -118,7 +115,7 @@ TEST(TuneCacheGpuTest, FirstCapturedKAutoCallFollowsTheCache) {
   {
     OutProjArgs a = args;
     a.tile = OutProjTile::k128x128;  // an explicit config is never overridden
-    EXPECT_EQ(*internal::ResolvedOutProjTile(a), OutProjTile::k128x128);
+    EXPECT_EQ(*internal::ResolvedOutProjTile(a, OpDims{300, 512, 1024, 9}), OutProjTile::k128x128);
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/operands.h"
+#include "core/scale_layout.h"
 #include "harness/bench/bench_kernels.cuh"
 #include "harness/bench/checks.h"
 #include "harness/bench/timing_variants.h"
@@ -140,19 +142,18 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
   OutProjArgs a;
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
-  a.m = in.m;
-  a.k = BenchK();
-  a.attn_out = s.attn.get();
-  a.o_weight_q = s.w_q.get();
-  a.o_weight_sf = s.w_sf.get();
-  a.o_weight_global_scale = kWeightGs;
-  a.act_global_scale = s.act_gs.get();
-  a.gate = s.gate.get();
-  a.gate_index = s.gate_index.get();
-  a.residual = s.residual.get();
-  a.out = s.out.get();
-  a.act_q = s.act_q.get();
-  a.act_sf = s.act_sf.get();
+  const int64_t m = in.m, n = kN, k = BenchK();
+  a.attn_out = Operand::Of(s.attn.get(), {m, k});
+  a.o_weight_q = Operand::Of(s.w_q.get(), {n, k / 2});
+  a.o_weight_sf = Operand::Of(s.w_sf.get(), {SwizzledScaleBytes(n, k / 16)});
+  a.o_weight_global_scale_value = kWeightGs;
+  a.act_global_scale = Operand::Of(s.act_gs.get(), {1});
+  a.gate = Operand::Of(s.gate.get(), {kG, n});
+  a.gate_index = Operand::Of(s.gate_index.get(), {m});
+  a.residual = Operand::Of(s.residual.get(), {m, n});
+  a.out = Operand::Of(s.out.get(), {m, n});
+  a.act_q = Operand::Of(s.act_q.get(), {m, k / 2});
+  a.act_sf = Operand::Of(s.act_sf.get(), {m, k / 16});
   if (variant != nullptr) {
     return internal::RunOutProj(a, c.stream(), mode, TimingKernels(*variant));
   }

@@ -124,48 +124,37 @@ struct OpInputs {
           filled(gate_index, m, 0), act_gs.Upload({1.0f})}) {
       H3_RETURN_IF_ERROR(s);
     }
-    args.m = m;
-    args.attn_out = attn_out.get();
-    args.o_weight_q = w_q.get();
-    args.o_weight_sf = w_sf.get();
-    args.o_weight_global_scale = 1.0f;
-    args.act_global_scale = act_gs.get();
-    args.gate = gate.get();
-    args.gate_index = gate_index.get();
-    args.residual = residual.get();
-    args.out = out.get();
-    args.act_q = act_q.get();
-    args.act_sf = act_sf.get();
-    args.ready_flags = flags.get();
+    args.attn_out = Operand::Of(attn_out.get(), {m, k});
+    args.o_weight_q = Operand::Of(w_q.get(), {n, k / 2});
+    args.o_weight_sf = Operand::Of(w_sf.get(), {SwizzledScaleBytes(n, k / 16)});
+    args.o_weight_global_scale_value = 1.0f;
+    args.act_global_scale = Operand::Of(act_gs.get(), {1});
+    args.gate = Operand::Of(gate.get(), {g, n});
+    args.gate_index = Operand::Of(gate_index.get(), {m});
+    args.residual = Operand::Of(residual.get(), {m, n});
+    args.out = Operand::Of(out.get(), {m, n});
+    args.act_q = Operand::Of(act_q.get(), {m, k / 2});
+    args.act_sf = Operand::Of(act_sf.get(), {m, k / 16});
+    args.ready_flags = Operand::Of(flags.get(), {OutProjReadyFlagBytes(m)});
     return absl::OkStatus();
   }
 };
 
-H3Array Array(const void* data, std::initializer_list<int64_t> shape) {
-  H3Array a{const_cast<void*>(data), static_cast<int64_t>(shape.size()), {}};
-  int i = 0;
-  for (int64_t d : shape) a.shape[i++] = d;
+H3Array Array(const Operand& o) {
+  H3Array a{const_cast<void*>(o.data), o.ndim, {}};
+  for (int i = 0; i < 4; ++i) a.shape[i] = o.shape[i];
   return a;
 }
 
 // The C ABI's view of the same operands, as Python's eager path passes them.
 H3OutProjArgs CapiArgs(const OutProjArgs& p, int device) {
-  const int64_t m = p.m, n = p.n, k = p.k;
   H3OutProjArgs a{};
   a.version = H3_CAPI_VERSION;
-  a.attn_out = Array(p.attn_out, {m, k});
-  a.o_weight_q = Array(p.o_weight_q, {n, k / 2});
-  a.o_weight_sf = Array(p.o_weight_sf, {SwizzledScaleBytes(n, k / 16)});
-  a.o_weight_global_scale_value = p.o_weight_global_scale;
+#define H3_OPERAND(name, ...) a.name = Array(p.name);
+#include "core/operands.def"
+#undef H3_OPERAND
+  a.o_weight_global_scale_value = p.o_weight_global_scale_value;
   a.cached_workspace = 1;
-  a.act_global_scale = Array(p.act_global_scale, {1});
-  a.gate = Array(p.gate, {p.g, n});
-  a.gate_index = Array(p.gate_index, {m});
-  a.residual = Array(p.residual, {m, n});
-  a.out = Array(p.out, {m, n});
-  a.act_q = Array(p.act_q, {m, k / 2});
-  a.act_sf = Array(p.act_sf, {m, k / 16});
-  a.ready_flags = Array(p.ready_flags, {OutProjReadyFlagBytes(m)});
   a.sm90_emulation = p.sm90_emulation == Sm90Emulation::kFast ? 1 : 0;
   a.device = device;
   a.ready_flags_zeroed = p.ready_flags_zeroed ? 1 : 0;

@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "core/operands.h"
+#include "core/scale_layout.h"
 #include "harness/testbed/rows.h"
 #include "kernels/out_proj.h"
 
@@ -43,26 +45,24 @@ absl::Status Poison(DeviceProblem& d) {
 }
 
 OutProjArgs ArgsFor(const DeviceProblem& d, const RunOptions& options) {
+  const int64_t m = d.shape.m, n = d.shape.n, k = d.shape.k, g = d.shape.g;
   OutProjArgs a;
-  a.m = d.shape.m;
-  a.n = d.shape.n;
-  a.k = d.shape.k;
-  a.g = d.shape.g;
-  a.attn_out = d.attn_out.get();
-  a.o_weight_q = d.o_weight_q.get();
-  a.o_weight_sf = d.o_weight_sf.get();
-  a.o_weight_global_scale = d.o_weight_global_scale;
+  a.attn_out = Operand::Of(d.attn_out.get(), {m, k});
+  a.o_weight_q = Operand::Of(d.o_weight_q.get(), {n, k / 2});
+  a.o_weight_sf = Operand::Of(d.o_weight_sf.get(), {SwizzledScaleBytes(n, k / 16)});
+  a.o_weight_global_scale_value = d.o_weight_global_scale;
   if (options.weight_scale_on_device) {
-    a.o_weight_global_scale_dev = d.o_weight_global_scale_dev.get();
-    a.o_weight_global_scale = -1.f;
+    a.o_weight_global_scale = Operand::Of(d.o_weight_global_scale_dev.get(), {1});
   }
-  a.act_global_scale = d.act_global_scale.get();
-  a.gate = d.gate.get();
-  a.gate_index = d.gate_index.get();
-  a.residual = d.residual.get();
-  a.out = options.out_is_residual ? d.residual.get() : d.out.get();
-  a.act_q = options.caller_workspace ? d.act_q.get() : nullptr;
-  a.act_sf = options.caller_workspace ? d.act_sf.get() : nullptr;
+  a.act_global_scale = Operand::Of(d.act_global_scale.get(), {1});
+  a.gate = Operand::Of(d.gate.get(), {g, n});
+  a.gate_index = Operand::Of(d.gate_index.get(), {m});
+  a.residual = Operand::Of(d.residual.get(), {m, n});
+  a.out = Operand::Of(options.out_is_residual ? d.residual.get() : d.out.get(), {m, n});
+  if (options.caller_workspace) {
+    a.act_q = Operand::Of(d.act_q.get(), {m, k / 2});
+    a.act_sf = Operand::Of(d.act_sf.get(), {m, k / 16});
+  }
   a.sm90_emulation = options.sm90_emulation;
   a.tile = options.tile;
   return a;

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(Sm90Config::kThreads, 1)
     Sm90Storage& st = AlignedSmem<Sm90Storage>(smem_raw);
     if (threadIdx.x == 0) InitRings<Sm90Config>(st.rings, &tmap_aq, &tmap_asf, &tmap_wq);
     __syncthreads();
-    const float act_gs = *p.act_gs;
+    const float act_gs = *p.act_global_scale;
     if ((threadIdx.x >> 5) < Sm90Config::kProducerWarps) {
       RunProducers<Sm90Config, Sm90Emulated, Variant>(p, &tmap_aq, &tmap_asf, &tmap_wq, st.rings, act_gs);
     } else {

@@ -69,19 +69,28 @@ import weakref
 import torch
 
 from . import _native
+from . import _operands
 from . import _torch_op
 from . import tuning
 
 _C = torch._C
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _STRIDED = torch.strided
-_BF16 = (torch.bfloat16,)
-_U8 = (torch.uint8,)
-_SF = tuple(t for t in (torch.uint8, getattr(torch, "float8_e4m3fn", None)) if t)
-_I32 = (torch.int32,)
-_F32 = (torch.float32,)
+# The torch dtypes of each table dtype (core/operands.def), as both routes accept and name them.
+TORCH_DTYPES = {
+    "BF16": ("torch.bfloat16", (torch.bfloat16,)),
+    "U8": ("torch.uint8", (torch.uint8,)),
+    "SF8": ("torch.uint8 (or torch.float8_e4m3fn)",
+            tuple(t for t in (torch.uint8, getattr(torch, "float8_e4m3fn", None)) if t)),
+    "I32": ("torch.int32", (torch.int32,)),
+    "F32": ("torch.float32", (torch.float32,)),
+}
+_DTYPE_OF = {o.name: TORCH_DTYPES[o.dtype][1] for o in _operands.OPERANDS
+             if o.dtype in TORCH_DTYPES}
 # The accepted dtypes of try_call's tensor operands, in its order.
-_DTYPES = (_BF16, _U8, _SF, _F32, _BF16, _I32, _BF16, _F32, _BF16, _U8, _SF)
+_DTYPES = tuple(_DTYPE_OF[n] for n in (
+    "attn_out", "o_weight_q", "o_weight_sf", "act_global_scale", "gate", "gate_index",
+    "residual", "o_weight_global_scale", "out", "act_q", "act_sf"))
 
 
 def _zero():

@@ -1,6 +1,9 @@
 """ctypes binding of libminimax_h3_nvfp4.so (the C ABI of python/native/capi.h).
 
-The structs and signatures here mirror capi.h one for one; H3_CAPI_VERSION guards the pair.
+The structs and signatures here mirror capi.h: H3OutProjArgs is built from the operand table
+(_operands.py, generated from core/operands.def) and checked, field by field, against the
+library's own layout when it loads (h3_args_size / h3_args_offset); H3_CAPI_VERSION guards the
+rest.
 The library is looked up, in order: $MINIMAX_H3_NVFP4_LIB, next to this file (the installed
 package), and one folder up (Bazel's runfiles, where the package sits beside the .so).
 """
@@ -9,7 +12,9 @@ import ctypes
 import os
 import threading
 
-CAPI_VERSION = 8
+from . import _operands
+
+CAPI_VERSION = _operands.CAPI_VERSION
 LIB_NAME = "libminimax_h3_nvfp4.so"
 
 # absl::StatusCode values returned by the C ABI.
@@ -30,29 +35,39 @@ class H3Array(ctypes.Structure):
     ]
 
 
+def _args_fields():
+    """capi.h's H3OutProjArgs: the version, each operand (with its host value where it may be
+    one), the options."""
+    fields = [("version", ctypes.c_int64)]
+    for o in _operands.OPERANDS:
+        fields.append((o.name, H3Array))
+        if o.presence == "OR_VALUE":
+            fields.append((o.name + "_value", ctypes.c_float))
+    return fields + [(name, ctypes.c_int32) for name in (
+        "cached_workspace", "sm90_emulation", "cpu_gemm", "device", "tile",
+        "ready_flags_zeroed")]
+
+
 class H3OutProjArgs(ctypes.Structure):
-    _fields_ = [
-        ("version", ctypes.c_int64),
-        ("attn_out", H3Array),
-        ("o_weight_q", H3Array),
-        ("o_weight_sf", H3Array),
-        ("o_weight_global_scale", H3Array),
-        ("o_weight_global_scale_value", ctypes.c_float),
-        ("cached_workspace", ctypes.c_int32),
-        ("act_global_scale", H3Array),
-        ("gate", H3Array),
-        ("gate_index", H3Array),
-        ("residual", H3Array),
-        ("out", H3Array),
-        ("act_q", H3Array),
-        ("act_sf", H3Array),
-        ("ready_flags", H3Array),
-        ("sm90_emulation", ctypes.c_int32),
-        ("cpu_gemm", ctypes.c_int32),
-        ("device", ctypes.c_int32),
-        ("tile", ctypes.c_int32),
-        ("ready_flags_zeroed", ctypes.c_int32),
-    ]
+    _fields_ = _args_fields()
+
+
+def _check_layout(l, path):
+    """ImportError unless H3OutProjArgs here is the library's, field for field."""
+    l.h3_args_size.restype = ctypes.c_int64
+    l.h3_args_size.argtypes = []
+    l.h3_args_offset.restype = ctypes.c_int64
+    l.h3_args_offset.argtypes = [ctypes.c_char_p]
+    drift = ["%s at %d (the library: %d)" % (name, getattr(H3OutProjArgs, name).offset, got)
+             for name, _ in H3OutProjArgs._fields_
+             for got in [l.h3_args_offset(name.encode())]
+             if got != getattr(H3OutProjArgs, name).offset]
+    size = l.h3_args_size()
+    if drift or size != ctypes.sizeof(H3OutProjArgs):
+        raise ImportError(
+            "minimax_h3_nvfp4: %s lays out H3OutProjArgs otherwise than this package (%d bytes, "
+            "the library %d; %s): they come from different builds; reinstall"
+            % (path, ctypes.sizeof(H3OutProjArgs), size, ", ".join(drift) or "sizes differ"))
 
 
 class H3DeviceProperties(ctypes.Structure):
@@ -118,6 +133,7 @@ def lib():
             raise ImportError(
                 "minimax_h3_nvfp4: %s has C ABI version %d, this package needs %d (they come "
                 "from different builds; reinstall)" % (path, got, CAPI_VERSION))
+        _check_layout(l, path)
         l.h3_version.restype = ctypes.c_char_p
         l.h3_version.argtypes = []
         l.h3_stall_message.restype = ctypes.c_char_p

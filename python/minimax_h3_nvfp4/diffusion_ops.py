@@ -39,6 +39,7 @@ import numbers
 import numpy as np
 
 from . import _native
+from . import _operands
 from . import bf16 as _bf16
 
 try:
@@ -151,20 +152,22 @@ def stall_report():
 
 # ---- NumPy: the emulator ------------------------------------------------------------------------
 
+# The NumPy dtypes of each table dtype (core/operands.def), and each operand's by name.
 _NP_DTYPES = {
-    "bf16": ("bfloat16 (uint16 bit patterns or ml_dtypes.bfloat16)", _bf16.is_bf16_dtype),
-    "u8": ("uint8", lambda d: d == np.uint8),
-    "sf": ("uint8 (or float8_e4m3fn bytes)",
-           lambda d: d == np.uint8 or (d.name == "float8_e4m3fn" and d.itemsize == 1)),
-    "i32": ("int32", lambda d: d == np.int32),
-    "f32": ("float32", lambda d: d == np.float32),
+    "BF16": ("bfloat16 (uint16 bit patterns or ml_dtypes.bfloat16)", _bf16.is_bf16_dtype),
+    "U8": ("uint8", lambda d: d == np.uint8),
+    "SF8": ("uint8 (or float8_e4m3fn bytes)",
+            lambda d: d == np.uint8 or (d.name == "float8_e4m3fn" and d.itemsize == 1)),
+    "I32": ("int32", lambda d: d == np.int32),
+    "F32": ("float32", lambda d: d == np.float32),
 }
+_DTYPE_OF = {o.name: o.dtype for o in _operands.OPERANDS}
 
 
-def _np_check(name, a, kind, writeable=False):
+def _np_check(name, a, writeable=False):
     if not isinstance(a, np.ndarray):
         raise TypeError(_msg(_OP, name, "a numpy.ndarray (like attn_out)", _kind_of(a)))
-    expected, ok = _NP_DTYPES[kind]
+    expected, ok = _NP_DTYPES[_DTYPE_OF[name]]
     if not ok(a.dtype):
         raise TypeError(_msg(_OP, name, "of dtype %s" % expected, str(a.dtype)))
     if not a.flags.c_contiguous:
@@ -183,7 +186,7 @@ def _np_arr(a):
 def _np_scalar(name, v):
     """A float32 scale as a float32 array of one element: given so, or a Python/NumPy float."""
     if isinstance(v, np.ndarray):
-        _np_check(name, v, "f32")
+        _np_check(name, v)
         return v
     if isinstance(v, (numbers.Real, np.floating)) and not isinstance(v, (bool, np.bool_)):
         return np.array([v], dtype=np.float32)
@@ -194,20 +197,20 @@ def _np_scalar(name, v):
 def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
                     gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
     del sm90, tile  # GPU only
-    _np_check("attn_out", attn_out, "bf16")
-    _np_check("o_weight_q", o_weight_q, "u8")
-    _np_check("o_weight_sf", o_weight_sf, "sf")
+    _np_check("attn_out", attn_out)
+    _np_check("o_weight_q", o_weight_q)
+    _np_check("o_weight_sf", o_weight_sf)
     w_gs = _np_scalar("o_weight_global_scale", o_weight_global_scale)
     a_gs = _np_scalar("act_global_scale", act_global_scale)
-    _np_check("gate", gate, "bf16")
-    _np_check("gate_index", gate_index, "i32")
-    _np_check("residual", residual, "bf16")
+    _np_check("gate", gate)
+    _np_check("gate_index", gate_index)
+    _np_check("residual", residual)
     if out is not None:
-        _np_check("out", out, "bf16", writeable=True)
+        _np_check("out", out, writeable=True)
     if act_q is not None:
-        _np_check("act_q", act_q, "u8", writeable=True)
+        _np_check("act_q", act_q, writeable=True)
     if act_sf is not None:
-        _np_check("act_sf", act_sf, "sf", writeable=True)
+        _np_check("act_sf", act_sf, writeable=True)
     _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
     _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
     for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),
@@ -232,18 +235,12 @@ if _torch is not None:
     from . import _eager
     from . import _torch_op
 
-    _BF16 = ("torch.bfloat16", (_torch.bfloat16,))
-    _U8 = ("torch.uint8", (_torch.uint8,))
-    _SF = ("torch.uint8 (or torch.float8_e4m3fn)",
-           tuple(t for t in (_torch.uint8, getattr(_torch, "float8_e4m3fn", None)) if t))
-    _I32 = ("torch.int32", (_torch.int32,))
-    _F32 = ("torch.float32", (_torch.float32,))
 
 
-def _t_check(name, t, kind, device, shape_hint=""):
+def _t_check(name, t, device, shape_hint=""):
     if not isinstance(t, _torch.Tensor):
         raise TypeError(_msg(_OP, name, "a torch.Tensor (like attn_out)", _kind_of(t)))
-    expected, dtypes = kind
+    expected, dtypes = _eager.TORCH_DTYPES[_DTYPE_OF[name]]
     if t.dtype not in dtypes:
         raise TypeError(_msg(_OP, name, "of dtype %s%s" % (expected, shape_hint), str(t.dtype)))
     if t.device != device:
@@ -261,11 +258,11 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
     device = attn_out.device
     if device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))
-    _t_check("attn_out", attn_out, _BF16, device)
-    _t_check("o_weight_q", o_weight_q, _U8, device)
-    _t_check("o_weight_sf", o_weight_sf, _SF, device)
+    _t_check("attn_out", attn_out, device)
+    _t_check("o_weight_q", o_weight_q, device)
+    _t_check("o_weight_sf", o_weight_sf, device)
     if isinstance(o_weight_global_scale, _torch.Tensor):
-        _t_check("o_weight_global_scale", o_weight_global_scale, _F32, device)
+        _t_check("o_weight_global_scale", o_weight_global_scale, device)
         w_gs, w_gs_value = o_weight_global_scale, 0.0
     elif (isinstance(o_weight_global_scale, (numbers.Real, np.floating))
           and not isinstance(o_weight_global_scale, (bool, np.bool_))):
@@ -273,16 +270,16 @@ def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, ac
     else:
         raise TypeError(_msg(_OP, "o_weight_global_scale", "a float or a float32 tensor",
                              _kind_of(o_weight_global_scale)))
-    _t_check("act_global_scale", act_global_scale, _F32, device, " (a tensor of shape [1])")
-    _t_check("gate", gate, _BF16, device)
-    _t_check("gate_index", gate_index, _I32, device)
-    _t_check("residual", residual, _BF16, device)
+    _t_check("act_global_scale", act_global_scale, device, " (a tensor of shape [1])")
+    _t_check("gate", gate, device)
+    _t_check("gate_index", gate_index, device)
+    _t_check("residual", residual, device)
     if out is not None:
-        _t_check("out", out, _BF16, device)
+        _t_check("out", out, device)
     if act_q is not None:
-        _t_check("act_q", act_q, _U8, device)
+        _t_check("act_q", act_q, device)
     if act_sf is not None:
-        _t_check("act_sf", act_sf, _SF, device)
+        _t_check("act_sf", act_sf, device)
     _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
     _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
     for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),

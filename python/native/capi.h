@@ -2,16 +2,17 @@
 #define H3_PYTHON_NATIVE_CAPI_H_
 
 /* The plain C ABI of libminimax_h3_nvfp4.so, loaded by the Python package with ctypes
- * (python/minimax_h3_nvfp4/_native.py mirrors every declaration here; keep them in step and bump
+ * (python/minimax_h3_nvfp4/_native.py mirrors the declarations here: H3OutProjArgs from the
+ * operand table it is generated from, checked against h3_args_size / h3_args_offset at load; bump
  * H3_CAPI_VERSION on any change of a struct or a signature).
  *
  * Two backends behind one argument struct:
  *   h3_out_proj_gpu  the CUDA kernel (kernels/out_proj.h) on a caller's stream: every pointer is
  *                    device memory of `device`; nothing synchronizes, so calls can be captured.
  *   h3_out_proj_cpu  the bit-exact emulator (emulator/op.h): every pointer is host memory.
- * Both check the operands' shapes against each other first (the dimensions come with every
- * array), then the backend validates what it supports (kernels/out_proj.cc ValidateArgs,
- * emulator/op.cc): every rejection happens before anything is written.
+ * The arrays go to the backend as they are (the dimensions come with every array), which
+ * validates them (core/operands.h ValidateOperands with its rules: kernels/out_proj.cc,
+ * emulator/op_operands.cc): every rejection happens before anything is written.
  *
  * Errors: every function returning int returns 0 on success, else an absl::StatusCode value
  * (H3_INVALID_ARGUMENT, ...); the message ("minimax_h3_nvfp4_out_proj: <arg> must be <expected>,
@@ -26,7 +27,7 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 8
+#define H3_CAPI_VERSION 9
 
 /* Return codes: absl::StatusCode values. */
 enum {
@@ -47,28 +48,27 @@ typedef struct H3Array {
   int64_t shape[4];
 } H3Array;
 
-/* minimax_h3_nvfp4_out_proj (docs/contract.md section 1). M, K come from attn_out, N from
- * o_weight_q, G from gate; every other operand is checked against them. */
+/* minimax_h3_nvfp4_out_proj (docs/contract.md section 1). One H3Array per operand of
+ * core/operands.def, named as there and in its order (dtype, shape over M, N, K, G, optional or
+ * required, aliasing: that table says; M, K come from attn_out, N from o_weight_q, G from gate),
+ * each followed by `<name>_value` where the operand may be a host float instead
+ * (o_weight_global_scale_value), then the options. Element types are the caller's to check. */
+#define H3_CAPI_VALUE_REQUIRED(name)
+#define H3_CAPI_VALUE_OPTIONAL(name)
+#define H3_CAPI_VALUE_IN_PLACE(name)
+#define H3_CAPI_VALUE_OR_VALUE(name) float name##_value;
 typedef struct H3OutProjArgs {
-  int64_t version;               /* H3_CAPI_VERSION */
-  H3Array attn_out;              /* bf16 [M, K] */
-  H3Array o_weight_q;            /* u8 [N, K/2] */
-  H3Array o_weight_sf;           /* u8, round_up(N,128) * round_up(K/16,4) bytes, any shape */
-  H3Array o_weight_global_scale; /* f32, 1 element; data NULL: use the value below */
-  float o_weight_global_scale_value;
+  int64_t version; /* H3_CAPI_VERSION */
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, ...) \
+  H3Array name;                                               \
+  H3_CAPI_VALUE_##presence(name)
+#include "core/operands.def"
+#undef H3_OPERAND
   int32_t cached_workspace; /* GPU: 1 when act_q, act_sf and ready_flags lie in a workspace the
                                caller reuses from call to call (stream-ordered): the call then
                                returns H3_CAPTURING, writing nothing, if the stream is being
                                captured (or its capture status cannot be read), for the caller
                                to call again with a workspace of the capture's own; 0: no check */
-  H3Array act_global_scale; /* f32, 1 element */
-  H3Array gate;             /* bf16 [G, N] */
-  H3Array gate_index;       /* i32 [M] */
-  H3Array residual;         /* bf16 [M, N]; data NULL: out holds the residual (in place) */
-  H3Array out;              /* bf16 [M, N]; may be residual itself, nothing else may overlap */
-  H3Array act_q;            /* u8 [M, K/2], optional (GPU: with act_sf or not at all) */
-  H3Array act_sf;           /* u8 [M, K/16] linear, optional */
-  H3Array ready_flags;      /* GPU: u8 [h3_ready_flag_bytes(M)], optional (else stream-ordered) */
   int32_t sm90_emulation;   /* GPU, sm_90 only: 0 faithful, 1 fast */
   int32_t cpu_gemm;         /* CPU: 0 fast f32 (Eigen), 1 exact accumulator */
   int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
@@ -79,6 +79,11 @@ typedef struct H3OutProjArgs {
                                  kernel leaves the flags zero; M = 0 touches nothing): the call
                                  skips its cudaMemsetAsync; 0: the call zeroes it */
 } H3OutProjArgs;
+
+/* The layout of H3OutProjArgs as this library was compiled: its size, and each field's offset
+ * (-1: no such field), for the Python mirror to check its own against at load time. */
+int64_t h3_args_size(void);
+int64_t h3_args_offset(const char* field);
 
 int32_t h3_capi_version(void);
 

@@ -399,7 +399,7 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(msg, "%s: residual must have shape [M, N] = [37, 128] (M = 37 from "
                          "attn_out [M, K], N = 128 from o_weight_q [N, K/2]), got [37, 64]" % OP)
         self.call(ValueError, r"^%s: gate must have shape \[G, N\] = \[9, 128\] \(N = 128 from "
-                  r"o_weight_q \[N, K/2\]\), got \[9, 64\]$" % OP, {"gate": c["gate"][:, :64].copy()})
+                  r"o_weight_q \[N, K/2\], G = 9 from gate \[G, N\]\), got \[9, 64\]$" % OP, {"gate": c["gate"][:, :64].copy()})
         self.call(ValueError, r"gate_index must have shape \[M\] = \[37\] \(M = 37 from attn_out "
                   r"\[M, K\]\), got \[36\]",
                   {"gate_index": c["gate_index"][:36].copy()})
