@@ -1,6 +1,8 @@
-"""python -m minimax_h3_nvfp4 {info,selftest,tune,bench}: what a user runs on a new machine.
+"""python -m minimax_h3_nvfp4 {info,selftest,tune,bench,inspect,convert}: what a user runs on a
+new machine (inspect / convert: users' NVFP4 checkpoints, checkpoint_cli.py).
 
-Exit status: 0 success; 1 a failed check or no CUDA device for tune / bench; 2 a usage error.
+Exit status: 0 success; 1 a failed check, no CUDA device for tune / bench, or a refused
+checkpoint; 2 a usage error.
 """
 
 import argparse
@@ -40,7 +42,7 @@ def _parser():
     p = argparse.ArgumentParser(prog=PROG, description=(
         "The MiniMax-H3 NVFP4 fused out projection: inspect, check, tune and time it here."))
     p.add_argument("--version", action="version", version="minimax_h3_nvfp4 " + __version__)
-    sub = p.add_subparsers(dest="command", metavar="{info,selftest,tune,bench}")
+    sub = p.add_subparsers(dest="command", metavar="{info,selftest,tune,bench,inspect,convert}")
     sub.required = True
     sub.add_parser("info", help="versions, native library, CUDA devices and their builds, "
                    "the tuned tile choices on record")
@@ -66,6 +68,8 @@ def _parser():
                            "`import minimax_h3_nvfp4`; M = the first --m, default 1) and list "
                            "the compiler modules it imported; then the same through torch's "
                            "op dispatch, for comparison")
+    from . import checkpoint_cli
+    checkpoint_cli.add_parsers(sub)
     return p
 
 
@@ -228,6 +232,9 @@ def main(argv=None):
         return cmd_selftest(out, err)
     if args.command == "tune":
         return cmd_tune(args, err)
+    if args.command in ("inspect", "convert"):
+        from . import checkpoint_cli
+        return getattr(checkpoint_cli, "cmd_" + args.command)(args, out, err, PROG)
     return cmd_bench(args, out, err)
 
 

@@ -86,6 +86,52 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
                              "got a bias of shape %s" % (cls.__name__, tuple(linear.bias.shape)))
         return cls(linear.weight, act_global_scale, **kwargs)
 
+    @classmethod
+    def from_checkpoint(cls, path, layer=None, act_global_scale=None, *, format="auto",
+                        calibration_sample=None, device=None, **kwargs):
+        """From a users' NVFP4 checkpoint (a ModelOpt, compressed-tensors or comfy file or
+        folder) or a file `python -m minimax_h3_nvfp4 convert` wrote: the layer's codes and
+        block scales bit for bit, its global scales by docs/contract.md section 5.1
+        (minimax_h3_nvfp4.checkpoints). layer: its name (None: the file's only layer). The
+        activation global scale: act_global_scale or calibration_sample when given, else the
+        checkpoint's; without any, a ValueError says calibration is required. kwargs:
+        sm90_emulation, cpu_gemm, tile."""
+        from . import checkpoints
+        c = checkpoints.load_layer(path, layer, format)
+        self = cls.__new__(cls)
+        torch.nn.Module.__init__(self)
+        name = type(self).__name__
+        self.out_features, self.in_features = c.out_features, c.in_features
+        self.sm90_emulation = kwargs.pop("sm90_emulation", "faithful")
+        self.cpu_gemm = kwargs.pop("cpu_gemm", "fast")
+        self.tile = kwargs.pop("tile", "auto")
+        if kwargs:
+            raise TypeError("%s.from_checkpoint: unexpected arguments %s" % (name,
+                                                                         ", ".join(kwargs)))
+        dev = torch.device(device) if device is not None else torch.device("cpu")
+        self.register_buffer("o_weight_q", torch.from_numpy(c.o_weight_q.copy()).to(dev))
+        self.register_buffer("o_weight_sf", torch.from_numpy(c.o_weight_sf.copy()).to(dev))
+        self.register_buffer("o_weight_global_scale",
+                             torch.from_numpy(c.o_weight_global_scale.copy()).to(dev))
+        if act_global_scale is not None and calibration_sample is not None:
+            raise ValueError("%s: give act_global_scale or calibration_sample, not both" % name)
+        if calibration_sample is not None:
+            act = calibration.act_global_scale(
+                _sample_on(name, "calibration_sample", calibration_sample, dev))
+        elif isinstance(act_global_scale, torch.Tensor):
+            act = act_global_scale.detach().to(device=dev, dtype=torch.float32)
+            act = act.reshape(1).clone()
+        elif act_global_scale is not None:
+            act = torch.tensor([float(act_global_scale)], dtype=torch.float32, device=dev)
+        elif c.act_global_scale is not None:
+            act = torch.from_numpy(c.act_global_scale.copy()).to(dev)
+        else:
+            raise ValueError("%s: layer %r of %s has no input scale (input_scale / "
+                             "input_global_scale): calibration required - pass "
+                             "calibration_sample= or act_global_scale=" % (name, c.name, path))
+        self.register_buffer("act_global_scale", act)
+        return self
+
     @torch.no_grad()
     def calibrate(self, sample):
         """Sets act_global_scale = RN(2688 / amax(|sample|)); a bad sample is refused
