@@ -246,8 +246,15 @@ std::string DimensionSources(const OpDims& d, const char* symbols) {
 
 int64_t OperandBytes(const OperandSet& ops, OperandId id, const OpDims& d,
                      int64_t (*flag_bytes)(int64_t)) {
-  const OperandSpec& s = Spec(static_cast<int>(id));
   if (ops[id].data == nullptr) return 0;
+  if (Spec(static_cast<int>(id)).shape == OperandShape::FLAG_BYTES) {
+    return flag_bytes != nullptr ? flag_bytes(d.m) : 0;
+  }
+  return OperandTableBytes(id, d);
+}
+
+int64_t OperandTableBytes(OperandId id, const OpDims& d) {
+  const OperandSpec& s = Spec(static_cast<int>(id));
   switch (s.shape) {
     case OperandShape::DIMS2:
     case OperandShape::DIMS1: {
@@ -257,7 +264,7 @@ int64_t OperandBytes(const OperandSet& ops, OperandId id, const OpDims& d,
     }
     case OperandShape::SCALAR: return ElementBytes(s.dtype);
     case OperandShape::SWIZZLED_SF: return SwizzledScaleBytes(d.n, d.k / 16);
-    case OperandShape::FLAG_BYTES: return flag_bytes != nullptr ? flag_bytes(d.m) : 0;
+    case OperandShape::FLAG_BYTES: return 0;
   }
   return 0;
 }

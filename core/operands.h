@@ -116,6 +116,10 @@ std::string DimensionSources(const OpDims& dims, const char* symbols);
 int64_t OperandBytes(const OperandSet& ops, OperandId id, const OpDims& dims,
                      int64_t (*flag_bytes)(int64_t m));
 
+// Bytes of a DIMS, SCALAR or SWIZZLED_SF operand `id` as the table sizes it for `dims`, given
+// or not (a FLAG_BYTES one: 0, its size is the backend's).
+int64_t OperandTableBytes(OperandId id, const OpDims& dims);
+
 }  // namespace h3
 
 #endif  // H3_CORE_OPERANDS_H_

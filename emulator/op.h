@@ -12,22 +12,40 @@
 
 namespace h3 {
 
+// One field per operand of core/operands.def, of its name, in its order: OpInputs the IN rows
+// (an array as a span of its elements, a SCALAR as its float), OpOutputs the OUT rows (an
+// empty span: not wanted, for an optional one). residual may alias out (contract section 9).
+#define H3_OP_CTYPE_BF16 uint16_t  // bf16 bit patterns
+#define H3_OP_CTYPE_U8 uint8_t
+#define H3_OP_CTYPE_SF8 uint8_t  // ue4m3 bytes
+#define H3_OP_CTYPE_I32 int32_t
+#define H3_OP_CTYPE_F32 float
+#define H3_OP_CTYPE_FLAGS uint8_t
+#define H3_OP_INPUT_DIMS2(t, name) absl::Span<const t> name;
+#define H3_OP_INPUT_DIMS1(t, name) absl::Span<const t> name;
+#define H3_OP_INPUT_SWIZZLED_SF(t, name) absl::Span<const t> name;
+#define H3_OP_INPUT_SCALAR(t, name) float name = 0.f;
+#define H3_OP_INPUT_FLAG_BYTES(t, name)
+#define H3_OP_IN_ROLE_IN(shape, dtype, name) H3_OP_INPUT_##shape(H3_OP_CTYPE_##dtype, name)
+#define H3_OP_IN_ROLE_OUT(shape, dtype, name)
+#define H3_OP_IN_ROLE_WORKSPACE(shape, dtype, name)
+#define H3_OP_OUT_ROLE_IN(shape, dtype, name)
+#define H3_OP_OUT_ROLE_OUT(shape, dtype, name) absl::Span<H3_OP_CTYPE_##dtype> name;
+#define H3_OP_OUT_ROLE_WORKSPACE(shape, dtype, name)
+
 struct OpInputs {
   OpShape shape;
-  absl::Span<const uint16_t> attn_out;    // [m, k] bf16
-  absl::Span<const uint8_t> o_weight_q;   // [n, k/2]
-  absl::Span<const uint8_t> o_weight_sf;  // SwizzledScaleBytes(n, k/16)
-  float o_weight_global_scale;
-  float act_global_scale;
-  absl::Span<const uint16_t> gate;       // [g, n] bf16
-  absl::Span<const int32_t> gate_index;  // [m]
-  absl::Span<const uint16_t> residual;   // [m, n] bf16 (may alias out)
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) \
+  H3_OP_IN_ROLE_##role(shape, dtype, name)
+#include "core/operands.def"
+#undef H3_OPERAND
 };
 
 struct OpOutputs {
-  absl::Span<uint16_t> out;    // [m, n]
-  absl::Span<uint8_t> act_q;   // [m, k/2], or empty: not wanted
-  absl::Span<uint8_t> act_sf;  // [m, k/16] linear, or empty
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) \
+  H3_OP_OUT_ROLE_##role(shape, dtype, name)
+#include "core/operands.def"
+#undef H3_OPERAND
 };
 
 enum class GemmPath {

@@ -39,34 +39,55 @@ absl::StatusOr<OpInputs> OpInputsOf(const OperandSet& ops, bool with_outputs) {
       return absl::InvalidArgumentError(absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
     }
   }
-  const Operand& residual = ops.residual.data != nullptr ? ops.residual : ops.out;
+  // Each IN row of the table, sized as validated: an array as a span (an IN_PLACE one not given
+  // is out's memory), a SCALAR as its value (the host value of an OR_VALUE one not given; at
+  // M = 0 a required one may be null and is not read).
   OpInputs in;
   in.shape = OpShape{d.m, d.n, d.k, d.g};
-  in.attn_out = In<uint16_t>(ops.attn_out, d.m * d.k);
-  in.o_weight_q = In<uint8_t>(ops.o_weight_q, d.n * (d.k / 2));
-  in.o_weight_sf = In<uint8_t>(ops.o_weight_sf, SwizzledScaleBytes(d.n, d.k / 16));
-  in.o_weight_global_scale = ops.o_weight_global_scale.data != nullptr
-                                 ? *static_cast<const float*>(ops.o_weight_global_scale.data)
-                                 : ops.o_weight_global_scale_value;
-  // M = 0 reads no operand (required ones may be null there): the scale is then not read.
-  in.act_global_scale =
-      ops.act_global_scale.data != nullptr ? *static_cast<const float*>(ops.act_global_scale.data)
-                                           : 1.f;
-  in.gate = In<uint16_t>(ops.gate, d.g * d.n);
-  in.gate_index = In<int32_t>(ops.gate_index, d.m);
-  in.residual = In<uint16_t>(residual, d.m * d.n);
+#define H3_OP_SOURCE_REQUIRED(name) ops.name
+#define H3_OP_SOURCE_OPTIONAL(name) ops.name
+#define H3_OP_SOURCE_OR_VALUE(name) ops.name
+#define H3_OP_SOURCE_IN_PLACE(name) (ops.name.data != nullptr ? ops.name : ops.out)
+#define H3_OP_VALUE_REQUIRED(name) 0.f
+#define H3_OP_VALUE_OPTIONAL(name) 0.f
+#define H3_OP_VALUE_IN_PLACE(name) 0.f
+#define H3_OP_VALUE_OR_VALUE(name) ops.name##_value
+#define H3_OP_SPAN(t, name, presence)                                         \
+  in.name = In<t>(H3_OP_SOURCE_##presence(name),                            \
+                  OperandTableBytes(OperandId::name, d) / sizeof(t));
+#define H3_OP_FILL_DIMS2(t, name, presence) H3_OP_SPAN(t, name, presence)
+#define H3_OP_FILL_DIMS1(t, name, presence) H3_OP_SPAN(t, name, presence)
+#define H3_OP_FILL_SWIZZLED_SF(t, name, presence) H3_OP_SPAN(t, name, presence)
+#define H3_OP_FILL_SCALAR(t, name, presence)                                             \
+  in.name = ops.name.data != nullptr ? *static_cast<const float*>(ops.name.data) \
+                                     : H3_OP_VALUE_##presence(name);
+#define H3_OP_FILL_FLAG_BYTES(t, name, presence)
+#define H3_OP_FILL_ROLE_IN(shape, dtype, name, presence) \
+  H3_OP_FILL_##shape(H3_OP_CTYPE_##dtype, name, presence)
+#define H3_OP_FILL_ROLE_OUT(shape, dtype, name, presence)
+#define H3_OP_FILL_ROLE_WORKSPACE(shape, dtype, name, presence)
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) \
+  H3_OP_FILL_ROLE_##role(shape, dtype, name, presence)
+#include "core/operands.def"
+#undef H3_OPERAND
   return in;
 }
 
 absl::Status RunOpOnOperands(const OperandSet& ops, GemmPath path) {
   absl::StatusOr<OpInputs> in = OpInputsOf(ops, /*with_outputs=*/true);
   if (!in.ok()) return in.status();
-  const OpShape& s = in->shape;
-  if (s.m == 0) return absl::OkStatus();  // nothing to read or write
+  if (in->shape.m == 0) return absl::OkStatus();  // nothing to read or write
+  OpDims d{in->shape.m, in->shape.n, in->shape.k, in->shape.g};
   OpOutputs out;
-  out.out = Out<uint16_t>(ops.out, s.m * s.n);
-  out.act_q = Out<uint8_t>(ops.act_q, s.m * (s.k / 2));
-  out.act_sf = Out<uint8_t>(ops.act_sf, s.m * (s.k / 16));
+#define H3_OP_WRITE_ROLE_IN(dtype, name)
+#define H3_OP_WRITE_ROLE_WORKSPACE(dtype, name)
+#define H3_OP_WRITE_ROLE_OUT(dtype, name)        \
+  out.name = Out<H3_OP_CTYPE_##dtype>(           \
+      ops.name, OperandBytes(ops, OperandId::name, d, nullptr) / sizeof(H3_OP_CTYPE_##dtype));
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) \
+  H3_OP_WRITE_ROLE_##role(dtype, name)
+#include "core/operands.def"
+#undef H3_OPERAND
   return RunOp(*in, out, path);
 }
 

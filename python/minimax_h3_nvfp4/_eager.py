@@ -85,12 +85,17 @@ TORCH_DTYPES = {
     "I32": ("torch.int32", (torch.int32,)),
     "F32": ("torch.float32", (torch.float32,)),
 }
-_DTYPE_OF = {o.name: TORCH_DTYPES[o.dtype][1] for o in _operands.OPERANDS
-             if o.dtype in TORCH_DTYPES}
-# The accepted dtypes of try_call's tensor operands, in its order.
-_DTYPES = tuple(_DTYPE_OF[n] for n in (
-    "attn_out", "o_weight_q", "o_weight_sf", "act_global_scale", "gate", "gate_index",
-    "residual", "o_weight_global_scale", "out", "act_q", "act_sf"))
+# try_call's operands: the registered op's (the table's, less the GPU's ready-flag workspace),
+# in its order; by index, what each row is to the route.
+_NAMES = _torch_op.OPERAND_NAMES
+_ROWS = tuple(o for o in _operands.OPERANDS if o.name in _NAMES)
+_DTYPES = tuple(TORCH_DTYPES[o.dtype][1] for o in _ROWS)
+_REQUIRED = tuple(i for i, o in enumerate(_ROWS) if o.role == "IN" and o.presence != "OPTIONAL")
+_VALUE_ROWS = tuple(i for i, o in enumerate(_ROWS) if o.presence == "OR_VALUE")
+_IS_VALUE = tuple(o.presence == "OR_VALUE" for o in _ROWS)
+_WRITTEN = tuple(i for i, o in enumerate(_ROWS) if o.role != "IN")
+_RES = next(i for i, o in enumerate(_ROWS) if o.presence == "IN_PLACE")
+_OUT, _ACTQ, _ACTSF = (_NAMES.index(n) for n in ("out", "act_q", "act_sf"))
 
 
 def _zero():
@@ -164,10 +169,8 @@ def _word(name):
     return getattr(_native.H3OutProjArgs, name).offset // 8
 
 
-(_W_ATTN, _W_Q, _W_SF, _W_WGS, _W_AGS, _W_GATE, _W_IDX, _W_RES, _W_OUT, _W_ACTQ, _W_ACTSF,
- _W_FLAGS) = (_word(n) for n in (
-     "attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale", "act_global_scale",
-     "gate", "gate_index", "residual", "out", "act_q", "act_sf", "ready_flags"))
+_WORDS = tuple(_word(n) for n in _NAMES)
+_W_ACTQ, _W_ACTSF, _W_FLAGS = (_word(n) for n in ("act_q", "act_sf", "ready_flags"))
 _ALIGN = 256  # of each piece of the workspace (the C ABI needs 16)
 _MAX_PLANS = 256
 # The cached workspaces (module docstring): at most this many bytes each (M <= ~4000 at
@@ -192,15 +195,16 @@ class _Plan:
 
     __slots__ = ("args", "ref", "words", "m", "n", "k", "out_shape", "out_like_residual",
                  "ws_bytes", "sf_off", "flags_off", "flag_bytes", "auto", "generation",
-                 "emulation", "tile", "cached", "zeroed")
+                 "emulation", "tile", "cached", "zeroed", "pointers")
 
 
 def _round_up(x, to):
     return (x + to - 1) // to * to
 
 
-def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
-    """A new plan, or None where a shape is one the full route must reject (rank)."""
+def _build(cuda, dev, shapes, sm90, gemm, tile, internal_ws):
+    """A new plan, or None where a shape is one the full route must reject (rank). shapes: per
+    operand of _NAMES, None where not given (a host value, in place, an optional operand)."""
     attn, q = shapes[0], shapes[1]
     if len(attn) != 2 or len(q) != 2 or any(s is not None and len(s) > _native.MAX_NDIM
                                             for s in shapes):
@@ -212,18 +216,20 @@ def _build(cuda, dev, shapes, sm90, gemm, tile, w_is_tensor, internal_ws):
     a.sm90_emulation = sm90
     a.cpu_gemm = gemm
     a.tile = tile
-    names = ("attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale",
-             "act_global_scale", "gate", "gate_index", "residual", "out", "act_q", "act_sf")
-    for name, shape in zip(names, shapes):
+    for name, shape in zip(_NAMES, shapes):
         if shape is not None:
             setattr(a, name, _native.make_array(0, shape))
+    # The operands whose addresses each call writes: those given, but out where allocated by
+    # the call and act_q / act_sf on the GPU (the workspace's, _launch).
+    p.pointers = tuple((i, _WORDS[i]) for i, shape in enumerate(shapes)
+                       if shape is not None and i != _OUT and not (cuda and i in (_ACTQ, _ACTSF)))
     p.m, p.k = int(attn[0]), int(attn[1])
     p.n = int(q[0])
     p.out_shape = (p.m, p.n)
     # out allocated per call: torch.empty_like(residual) where residual has out's shape (half
     # the host time of torch.empty with a shape, a dtype and a device to parse).
-    p.out_like_residual = shapes[7] is not None and tuple(shapes[7]) == p.out_shape
-    if shapes[8] is None:
+    p.out_like_residual = shapes[_RES] is not None and tuple(shapes[_RES]) == p.out_shape
+    if shapes[_OUT] is None:
         a.out = _native.make_array(0, p.out_shape)
     p.ws_bytes = p.sf_off = p.flags_off = p.flag_bytes = 0
     if cuda:
@@ -379,11 +385,11 @@ def _launch(plan, dev, device, act_q, act_sf):
     del ws
 
 
-def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,
-             gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
+def try_call(ops, sm90, gemm, tile):
     """The op's result, run here; or None where the call must take the full route (then
     nothing was written and nothing was allocated that outlives this call, the cached
-    workspace aside)."""
+    workspace aside). ops: the operands in _NAMES's order."""
+    attn_out = ops[0]
     if type(attn_out) not in _PLAIN:
         return None
     device = attn_out.device
@@ -394,30 +400,28 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         dev = -1
     else:
         return None
-    w_gs = o_weight_global_scale
-    w_is_tensor = type(w_gs) in _PLAIN
-    if not w_is_tensor and type(w_gs) is not float:
-        return None
     # A required operand missing is the full route's TypeError; the loop below skips None as an
     # optional operand not given. So `in_place` is only ever read with a residual: a missing
     # residual and a missing out are two absent operands, not an in-place call.
-    if (o_weight_q is None or o_weight_sf is None or act_global_scale is None or gate is None
-            or gate_index is None or residual is None):
-        return None
-    in_place = out is residual
+    for i in _REQUIRED:
+        if ops[i] is None:
+            return None
+    for i in _VALUE_ROWS:  # a tensor, or a Python float for the host value
+        if type(ops[i]) not in _PLAIN and type(ops[i]) is not float:
+            return None
+    out, act_q, act_sf = ops[_OUT], ops[_ACTQ], ops[_ACTSF]
+    in_place = out is ops[_RES]
     if cuda and (act_q is None) != (act_sf is None):
         return None  # the GPU's error (both or neither), through the full route
     if _forward_ad is not None and getattr(_forward_ad, "_current_level", -1) >= 0:
         return None
-    # The route's checks, unrolled: type, dtype, device, contiguity, grad (module docstring).
-    # A layout without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the
-    # full route's, as is anything that raises here.
+    # The route's checks: type, dtype, device, contiguity, grad (module docstring). A layout
+    # without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the full
+    # route's, as is anything that raises here.
     grad = _C.is_grad_enabled()
     try:
-        for t, dtypes in zip((attn_out, o_weight_q, o_weight_sf, act_global_scale, gate,
-                              gate_index, residual, w_gs if w_is_tensor else None, out, act_q,
-                              act_sf), _DTYPES):
-            if t is None:  # an optional operand not given (required ones are checked above)
+        for t, dtypes, value in zip(ops, _DTYPES, _IS_VALUE):
+            if t is None or value and type(t) is float:  # not given, or a host value
                 continue
             if (type(t) not in _PLAIN or t.dtype not in dtypes or t.layout is not _STRIDED
                     or t.device != device or not t.is_contiguous()
@@ -427,24 +431,22 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         return None
     if not _inference_mode():
         # Writing an inference tensor outside inference mode: the op's route refuses it.
-        for t in (out, act_q, act_sf):
-            if t is not None and t.is_inference():
+        for i in _WRITTEN:
+            if ops[i] is not None and ops[i].is_inference():
                 return None
     a_shape = attn_out.shape
     if len(a_shape) != 2 or not a_shape[0]:
         return None  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
-    key = (dev, sm90, gemm, tile, a_shape, o_weight_q.shape, o_weight_sf.shape,
-           w_gs.shape if w_is_tensor else None, act_global_scale.shape, gate.shape,
-           gate_index.shape, None if in_place else residual.shape,
-           None if out is None else out.shape, None if act_q is None else act_q.shape,
-           None if act_sf is None else act_sf.shape)
+    shapes = [None if t is None or type(t) is float else t.shape for t in ops]  # float: a value
+    if in_place:
+        shapes[_RES] = None
+    key = (dev, sm90, gemm, tile, *shapes)
     plans = getattr(_tls, "plans", None)
     if plans is None:
         plans = _tls.plans = {}
     plan = plans.get(key)
     if plan is None:
-        plan = _build(cuda, dev, key[4:], sm90, gemm, tile, w_is_tensor,
-                      cuda and act_q is None)
+        plan = _build(cuda, dev, shapes, sm90, gemm, tile, cuda and act_q is None)
         if plan is None:
             return None
         if len(plans) >= _MAX_PLANS:
@@ -454,28 +456,18 @@ def try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_globa
         _load()
     if out is None:
         # empty_like would copy a named residual's names: torch.empty then, as the full route.
+        residual = ops[_RES]
         out = (torch.empty_like(residual, memory_format=_CONTIGUOUS)
                if plan.out_like_residual and not residual.has_names()
                else torch.empty(plan.out_shape, dtype=_BF16_DTYPE, device=device))
     w = plan.words
-    w[_W_ATTN] = attn_out.data_ptr()
-    w[_W_Q] = o_weight_q.data_ptr()
-    w[_W_SF] = o_weight_sf.data_ptr()
-    if w_is_tensor:
-        w[_W_WGS] = w_gs.data_ptr()
-    else:
-        plan.args.o_weight_global_scale_value = w_gs
-    w[_W_AGS] = act_global_scale.data_ptr()
-    w[_W_GATE] = gate.data_ptr()
-    w[_W_IDX] = gate_index.data_ptr()
-    if not in_place:
-        w[_W_RES] = residual.data_ptr()
-    w[_W_OUT] = out.data_ptr()
+    for i, word in plan.pointers:
+        w[word] = ops[i].data_ptr()
+    for i in _VALUE_ROWS:
+        if type(ops[i]) is float:
+            setattr(plan.args, _NAMES[i] + "_value", ops[i])
+    w[_WORDS[_OUT]] = out.data_ptr()
     if not cuda:
-        if act_q is not None:
-            w[_W_ACTQ] = act_q.data_ptr()
-        if act_sf is not None:
-            w[_W_ACTSF] = act_sf.data_ptr()
         stats["fast"] += 1
         rc = _cpu(plan.ref)
         if rc:

@@ -1,8 +1,9 @@
 """The torch custom op `minimax_h3_nvfp4::out_proj` (imported only where torch is).
 
-An internal op that takes every buffer - `out`, `act_q`, `act_sf`, allocated by the Python
-wrapper (diffusion_ops) when the caller gave none - mutates them and returns nothing; the
-public function returns `out`. Registered with torch.library.custom_op (torch >= 2.4) with a
+An internal op that takes every operand of the table (core/operands.def, _operands.py) but the
+GPU's ready-flag workspace, in its order - `out`, `act_q`, `act_sf` allocated by the Python
+wrapper (diffusion_ops) when the caller gave none - mutates the outputs and returns nothing; the
+public function returns `out`. Its signature is written from the table (_signature). Registered with torch.library.custom_op (torch >= 2.4) with a
 fake implementation, so torch.compile(fullgraph=True) traces through it; on older torch,
 `out_proj` is the plain implementation (no registration).
 
@@ -20,6 +21,7 @@ from typing import Optional
 import torch
 
 from . import _native
+from . import _operands
 from . import tuning
 
 _NAME = "minimax_h3_nvfp4::out_proj"
@@ -31,25 +33,36 @@ _NAME = "minimax_h3_nvfp4::out_proj"
 stats = {"fast": 0, "op": 0}
 
 
+# The op's arguments, from the operand table (core/operands.def): every operand but the GPU's
+# ready-flag workspace (allocated below), each OR_VALUE operand followed by its host value, then
+# the options. OPERAND_NAMES: the tensors, in this order.
+OPERAND_NAMES = tuple(o.name for o in _operands.OPERANDS if o.dtype != "FLAGS")
+_VALUE_NAMES = tuple(o.name + "_value" for o in _operands.OPERANDS if o.presence == "OR_VALUE")
+_OPTIONS = ("sm90_emulation", "cpu_gemm", "tile")
+_MUTATED = tuple(o.name for o in _operands.OPERANDS if o.role != "IN" and o.dtype != "FLAGS")
+
+
 def _arr(t):
     if t is None:
         return _native.H3Array()
     return _native.make_array(t.data_ptr(), tuple(t.shape))
 
 
-def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_global_scale_value,
-          act_global_scale, gate, gate_index, residual, out, act_q, act_sf, sm90_emulation,
-          cpu_gemm, tile):
+def _impl(*args):
+    """The op on args in the order of _signature(): tensors, host values, options."""
     stats["op"] += 1
     lib = _native.lib()
-    a = _native.new_args(
-        _arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
-        o_weight_global_scale=o_weight_global_scale, act_global_scale=act_global_scale,
-        gate=gate, gate_index=gate_index, residual=residual, out=out, act_q=act_q, act_sf=act_sf)
-    a.o_weight_global_scale_value = o_weight_global_scale_value
+    n = len(OPERAND_NAMES)
+    tensors = dict(zip(OPERAND_NAMES, args[:n]))
+    values = dict(zip(_VALUE_NAMES, args[n:n + len(_VALUE_NAMES)]))
+    sm90_emulation, cpu_gemm, tile = args[n + len(_VALUE_NAMES):]
+    a = _native.new_args(_arr, **tensors)
+    for name, v in values.items():
+        setattr(a, name, v)
     a.sm90_emulation = sm90_emulation
     a.cpu_gemm = cpu_gemm
     a.tile = tile
+    attn_out, o_weight_q = tensors["attn_out"], tensors["o_weight_q"]
     device = attn_out.device
     if device.type == "cuda":
         m = attn_out.shape[0] if attn_out.dim() >= 1 else 0
@@ -75,29 +88,35 @@ def _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, o_weight_glo
                          "got %s" % (device,))
 
 
+def _signature():
+    """The registered op's Python signature, annotated as custom_op infers the schema from:
+    "attn_out: torch.Tensor, ..., o_weight_global_scale_value: float, ..., tile: int"."""
+    params = []
+    for o in _operands.OPERANDS:
+        if o.dtype == "FLAGS":
+            continue
+        params.append("%s: %s" % (o.name, "torch.Tensor" if o.presence == "REQUIRED"
+                                  else "Optional[torch.Tensor]"))
+    params += ["%s: float" % n for n in _VALUE_NAMES]
+    params += ["%s: int" % n for n in _OPTIONS]
+    return params
+
+
 def _register():
     custom_op = getattr(getattr(torch, "library", None), "custom_op", None)
     if custom_op is None:  # torch < 2.4
         return _impl
+    # A function with the table's parameters (custom_op reads the schema from its signature),
+    # written out once here rather than by hand.
+    names = ", ".join(p.split(":")[0] for p in _signature())
+    ns = {}
+    exec("def out_proj(%s) -> None:\n    _impl(%s)\n\n"
+         "def fake(%s) -> None:\n    return None\n" % (", ".join(_signature()), names,
+                                                       ", ".join(_signature())),
+         {"torch": torch, "Optional": Optional, "_impl": _impl}, ns)
     try:
-        @custom_op(_NAME, mutates_args=("out", "act_q", "act_sf"))
-        def out_proj(attn_out: torch.Tensor, o_weight_q: torch.Tensor,
-                     o_weight_sf: torch.Tensor, o_weight_global_scale: Optional[torch.Tensor],
-                     o_weight_global_scale_value: float, act_global_scale: torch.Tensor,
-                     gate: torch.Tensor, gate_index: torch.Tensor,
-                     residual: Optional[torch.Tensor], out: torch.Tensor,
-                     act_q: Optional[torch.Tensor], act_sf: Optional[torch.Tensor],
-                     sm90_emulation: int, cpu_gemm: int, tile: int) -> None:
-            _impl(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-                  o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
-                  act_q, act_sf, sm90_emulation, cpu_gemm, tile)
-
-        @out_proj.register_fake
-        def _(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-              o_weight_global_scale_value, act_global_scale, gate, gate_index, residual, out,
-              act_q, act_sf, sm90_emulation, cpu_gemm, tile):
-            return None
-
+        out_proj = custom_op(_NAME, mutates_args=_MUTATED)(ns["out_proj"])
+        out_proj.register_fake(ns["fake"])
         return out_proj
     except RuntimeError:
         # Already registered in this process (a second copy of the package was imported): use

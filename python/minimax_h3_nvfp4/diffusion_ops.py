@@ -162,6 +162,10 @@ _NP_DTYPES = {
     "F32": ("float32", lambda d: d == np.float32),
 }
 _DTYPE_OF = {o.name: o.dtype for o in _operands.OPERANDS}
+# The operands the API takes (all but the GPU's ready-flag workspace), in the table's order.
+_API = tuple(o for o in _operands.OPERANDS if o.dtype != "FLAGS")
+_API_NAMES = tuple(o.name for o in _API)
+_OUT = next(o for o in _API if o.name == "out")
 
 
 def _np_check(name, a, writeable=False):
@@ -194,36 +198,47 @@ def _np_scalar(name, v):
                          _kind_of(v)))
 
 
-def _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
-                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
-    del sm90, tile  # GPU only
-    _np_check("attn_out", attn_out)
-    _np_check("o_weight_q", o_weight_q)
-    _np_check("o_weight_sf", o_weight_sf)
-    w_gs = _np_scalar("o_weight_global_scale", o_weight_global_scale)
-    a_gs = _np_scalar("act_global_scale", act_global_scale)
-    _np_check("gate", gate)
-    _np_check("gate_index", gate_index)
-    _np_check("residual", residual)
-    if out is not None:
-        _np_check("out", out, writeable=True)
-    if act_q is not None:
-        _np_check("act_q", act_q, writeable=True)
-    if act_sf is not None:
-        _np_check("act_sf", act_sf, writeable=True)
-    _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
-    _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
-    for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),
-                    ("residual", residual), ("out", out), ("act_q", act_q), ("act_sf", act_sf)):
-        _native.check_ndim(_OP, name, x)
-    m = attn_out.shape[0]
-    n = o_weight_q.shape[0]
+def _dims(ops):
+    """{"M": .., "N": .., "K": .., "G": ..} from the rows that define them (the table's first
+    row with the bare symbol), where those have the rank that says it; else the symbol is
+    missing and the library reports the rank."""
+    dims = {}
+    for o, a in zip(_API, ops):
+        shape = getattr(a, "shape", None)
+        if o.shape not in ("DIMS1", "DIMS2") or shape is None or len(shape) != len(o.dims):
+            continue
+        for sym, extent in zip(o.dims, shape):
+            if sym in ("M", "N", "K", "G"):
+                dims.setdefault(sym, int(extent))
+    return dims
+
+
+def _out_shape(ops):
+    """out's [M, N], or None where M or N is unknown (a rank the library will refuse)."""
+    dims = _dims(ops)
+    shape = tuple(dims.get(sym) for sym in _OUT.dims)
+    return None if None in shape else shape
+
+
+def _numpy_out_proj(ops, gemm):
+    ops = list(ops)
+    for i, o in enumerate(_API):
+        a = ops[i]
+        if o.shape == "SCALAR":
+            ops[i] = _np_scalar(o.name, a)
+        elif a is not None or o.role == "IN" and o.presence != "OPTIONAL":
+            _np_check(o.name, a, writeable=o.role != "IN")
+    for name, a in zip(_API_NAMES, ops):
+        _native.check_ndim(_OP, name, a)
+    args = dict(zip(_API_NAMES, ops))
+    out = args["out"]
     if out is None:
-        out = np.empty((m, n), dtype=residual.dtype)
-    a = _native.new_args(
-        _np_arr, attn_out=attn_out, o_weight_q=o_weight_q, o_weight_sf=o_weight_sf,
-        o_weight_global_scale=w_gs, act_global_scale=a_gs, gate=gate, gate_index=gate_index,
-        residual=None if out is residual else residual, out=out, act_q=act_q, act_sf=act_sf)
+        shape = _out_shape(ops)
+        if shape is not None:
+            out = args["out"] = np.empty(shape, dtype=args["residual"].dtype)
+    if out is not None and out is args["residual"]:
+        args["residual"] = None  # in place (contract section 9)
+    a = _native.new_args(_np_arr, **args)
     a.cpu_gemm = gemm
     _native.check(_native.lib().h3_out_proj_cpu(ctypes.byref(a)))
     return out
@@ -251,53 +266,48 @@ def _t_check(name, t, device, shape_hint=""):
                               "strides %s" % (tuple(t.stride()),)))
 
 
-def _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
-                    gate, gate_index, residual, out, act_q, act_sf, sm90, gemm, tile):
-    """The full route: the checks below, then the registered op (what the eager fast path,
-    tried first by the caller, does not take)."""
+def _torch_out_proj(ops, sm90, gemm, tile):
+    """The full route: the checks below (what routing needs: type, dtype, device, contiguity;
+    the library validates the rest), then the registered op (what the eager fast path, tried
+    first by the caller, does not take). ops: the operands in _API's order."""
+    attn_out = ops[0]
     device = attn_out.device
     if device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(_msg(_OP, "attn_out", "a CUDA or CPU tensor", str(device)))
-    _t_check("attn_out", attn_out, device)
-    _t_check("o_weight_q", o_weight_q, device)
-    _t_check("o_weight_sf", o_weight_sf, device)
-    if isinstance(o_weight_global_scale, _torch.Tensor):
-        _t_check("o_weight_global_scale", o_weight_global_scale, device)
-        w_gs, w_gs_value = o_weight_global_scale, 0.0
-    elif (isinstance(o_weight_global_scale, (numbers.Real, np.floating))
-          and not isinstance(o_weight_global_scale, (bool, np.bool_))):
-        w_gs, w_gs_value = None, float(o_weight_global_scale)
-    else:
-        raise TypeError(_msg(_OP, "o_weight_global_scale", "a float or a float32 tensor",
-                             _kind_of(o_weight_global_scale)))
-    _t_check("act_global_scale", act_global_scale, device, " (a tensor of shape [1])")
-    _t_check("gate", gate, device)
-    _t_check("gate_index", gate_index, device)
-    _t_check("residual", residual, device)
-    if out is not None:
-        _t_check("out", out, device)
-    if act_q is not None:
-        _t_check("act_q", act_q, device)
-    if act_sf is not None:
-        _t_check("act_sf", act_sf, device)
-    _check_rank2(_OP, "attn_out", attn_out.shape, "[M, K]")
-    _check_rank2(_OP, "o_weight_q", o_weight_q.shape, "[N, K/2]")
-    for name, x in (("o_weight_sf", o_weight_sf), ("gate", gate), ("gate_index", gate_index),
-                    ("residual", residual), ("out", out), ("act_q", act_q), ("act_sf", act_sf)):
-        _native.check_ndim(_OP, name, x)
-    m, k = attn_out.shape
-    n = o_weight_q.shape[0]
-    in_place = out is residual
-    if out is None:
-        out = _torch.empty((m, n), dtype=_torch.bfloat16, device=device)
-    if device.type == "cuda" and act_q is None and act_sf is None:
+    tensors = list(ops)
+    values = []
+    for i, o in enumerate(_API):
+        t = ops[i]
+        if o.presence == "OR_VALUE":
+            if isinstance(t, _torch.Tensor):
+                _t_check(o.name, t, device)
+                values.append(0.0)
+            elif (isinstance(t, (numbers.Real, np.floating))
+                  and not isinstance(t, (bool, np.bool_))):
+                tensors[i] = None
+                values.append(float(t))
+            else:
+                raise TypeError(_msg(_OP, o.name, "a float or a float32 tensor", _kind_of(t)))
+        elif t is not None or o.role == "IN" and o.presence != "OPTIONAL":
+            _t_check(o.name, t, device, " (a tensor of shape [1])" if o.shape == "SCALAR" else "")
+    for name, t in zip(_API_NAMES, tensors):
+        _native.check_ndim(_OP, name, t)
+    args = dict(zip(_API_NAMES, tensors))
+    out = args["out"]
+    in_place = out is args["residual"]
+    shape = _out_shape(tensors)
+    if out is None and shape is not None:
+        out = args["out"] = _torch.empty(shape, dtype=_torch.bfloat16, device=device)
+    if (device.type == "cuda" and args["act_q"] is None and args["act_sf"] is None
+            and shape is not None and "K" in _dims(tensors)):
         # The kernel's activation workspace, from torch's allocator (stream-ordered, and in the
         # graph's private pool under capture) rather than the op's own cudaMallocAsync.
-        act_q = _torch.empty((m, k // 2), dtype=_torch.uint8, device=device)
-        act_sf = _torch.empty((m, k // 16), dtype=_torch.uint8, device=device)
-    _torch_op.out_proj(attn_out, o_weight_q, o_weight_sf, w_gs, w_gs_value, act_global_scale,
-                       gate, gate_index, None if in_place else residual, out, act_q, act_sf,
-                       sm90, gemm, tile)
+        m, k = shape[0], _dims(tensors)["K"]
+        args["act_q"] = _torch.empty((m, k // 2), dtype=_torch.uint8, device=device)
+        args["act_sf"] = _torch.empty((m, k // 16), dtype=_torch.uint8, device=device)
+    if in_place:
+        args["residual"] = None
+    _torch_op.out_proj(*(args[n] for n in _API_NAMES), *values, sm90, gemm, tile)
     return out
 
 
@@ -353,22 +363,19 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
     tile_code = tiles.get(tile) if type(tile) is str else None
     if tile_code is None:
         tile_code = _mode("tile", tile, tiles)
+    # Every operand, in the table's order (_API: core/operands.def less the GPU's workspace).
+    ops = (attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,
+           gate_index, residual, out, act_q, act_sf)
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
         if _eager.enabled and _eager.plain_eager():
             # Plain eager calls skip torch's op dispatch (_eager.py); anything it does not take
             # goes to the full route's checks and the registered op.
-            got = _eager.try_call(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-                                  act_global_scale, gate, gate_index, residual, out, act_q,
-                                  act_sf, sm90, gemm, tile_code)
+            got = _eager.try_call(ops, sm90, gemm, tile_code)
             if got is not None:
                 return got
-        return _torch_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-                               act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
-                               sm90, gemm, tile_code)
+        return _torch_out_proj(ops, sm90, gemm, tile_code)
     if isinstance(attn_out, np.ndarray):
-        return _numpy_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
-                               act_global_scale, gate, gate_index, residual, out, act_q, act_sf,
-                               sm90, gemm, tile_code)
+        return _numpy_out_proj(ops, gemm)
     raise TypeError(_msg(_OP, "attn_out", "a torch.Tensor or a numpy.ndarray", _kind_of(attn_out)))
 
 

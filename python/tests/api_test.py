@@ -101,6 +101,22 @@ class SignatureTest(unittest.TestCase):
                           ("cpu_gemm", inspect.Parameter.KEYWORD_ONLY, "fast"),
                           ("tile", inspect.Parameter.KEYWORD_ONLY, "auto")])
 
+    def test_operands_in_table_order(self):
+        # The function passes its operands on as one tuple in the table's order
+        # (core/operands.def, less the GPU's ready-flag workspace): its parameters must be that
+        # order, and the generated mirror must agree with the library's struct (checked at load).
+        from minimax_h3_nvfp4 import _native, _operands
+        table = [o.name for o in _operands.OPERANDS if o.dtype != "FLAGS"]
+        names = [n for n in inspect.signature(minimax_h3_nvfp4_out_proj).parameters
+                 if n in _operands.NAMES]
+        self.assertEqual(names, table)
+        lib = _native.lib()
+        self.assertEqual(lib.h3_args_size(), ctypes.sizeof(_native.H3OutProjArgs))
+        for name, _ in _native.H3OutProjArgs._fields_:
+            self.assertEqual(lib.h3_args_offset(name.encode()),
+                             getattr(_native.H3OutProjArgs, name).offset, name)
+        self.assertEqual(lib.h3_args_offset(b"no_such_field"), -1)
+
     def test_quantizer(self):
         params = list(inspect.signature(quantize_minimax_h3_o_weight_nvfp4).parameters.values())
         self.assertEqual([(p.name, p.kind, p.default) for p in params],

@@ -147,8 +147,9 @@ class FunctionalTest(unittest.TestCase):
         args = [t(c[a]) for a in ARGS]
         out = torch.empty_like(args[7])
         w_gs = args[3]
-        fn(args[0], args[1], args[2], w_gs, 0.0, args[4], args[5], args[6], args[7], out, None,
-           None, 0, 0, 0)
+        # The table's operands (the GPU's workspace aside), the host values, the options.
+        fn(args[0], args[1], args[2], w_gs, args[4], args[5], args[6], args[7], out, None, None,
+           0.0, 0, 0, 0)
         np.testing.assert_array_equal(bits(out), c["out"])
 
 
@@ -383,7 +384,7 @@ class FastPathTest(unittest.TestCase):
                     if out is not None:
                         self.assertTrue(bool((out == 3.0).all()), "out was written")
         for out in (None, torch.empty(m, n, dtype=torch.bfloat16)):
-            self.assertIsNone(_eager.try_call(*args[:7], None, out, None, None, 0, 0, 0))
+            self.assertIsNone(_eager.try_call((*args[:7], None, out, None, None), 0, 0, 0))
         # NumPy, the third route.
         c = selftest.load_cases()["op_exact"]
         with self.assertRaisesRegex(TypeError, r"residual must be a numpy.ndarray"):
@@ -404,7 +405,7 @@ class FastPathTest(unittest.TestCase):
         def call(over):
             a = dict(zip(names, list(args) + [outs["out"], outs["act_q"], outs["act_sf"]]))
             a.update(over)
-            return _eager.try_call(*(a[x] for x in names), 0, 0, 0)
+            return _eager.try_call(tuple(a[x] for x in names), 0, 0, 0)
 
         self.assertIsNotNone(call({}))  # every operand as try_call takes it: the fast path
         for i, name in enumerate(names):
@@ -680,7 +681,7 @@ class WorkspaceCacheTest(unittest.TestCase):
         m, n, k = cls.M, cls.N, cls.K
         shapes = ((m, k), (n, k // 2), (n, k // 16), (1,), (1,), (9, n), (m,), (m, n), None,
                   None, None)
-        cls.plan = _eager._build(True, 0, shapes, 0, 0, 1, True, True)
+        cls.plan = _eager._build(True, 0, shapes, 0, 0, 1, True)
 
     def setUp(self):
         _eager.release_workspaces()
@@ -790,7 +791,7 @@ class WorkspaceCacheTest(unittest.TestCase):
         # the call fails, ready_flags_zeroed expected); "B" has another M, so another flag region.
         m, n, k = 200, self.N, self.K
         plan_b = _eager._build(True, 0, ((m, k), (n, k // 2), (n, k // 16), (1,), (1,), (9, n),
-                                         (m,), (m, n), None, None, None), 0, 0, 1, True, True)
+                                         (m,), (m, n), None, None, None), 0, 0, 1, True)
         self.assertNotEqual(plan_b.flags_off, self.plan.flags_off)
         table = [("A", 11, False, 0), ("A", 11, False, 1), ("A", 22, False, 0),
                  ("A", 11, True, 1), ("A", 11, False, 0), ("A", 11, False, 1),
@@ -824,7 +825,7 @@ class WorkspaceCacheTest(unittest.TestCase):
         m, k = self.M, self.K
         shapes = ((m, k), (self.N, k // 2), (self.N, k // 16), (1,), (1,), (9, self.N), (m,),
                   (m, self.N), None, (m, k // 2), (m, k // 16))
-        plan = _eager._build(True, 0, shapes, 0, 0, 1, True, False)
+        plan = _eager._build(True, 0, shapes, 0, 0, 1, False)
         self.assertEqual((plan.flags_off, plan.sf_off), (0, 0))
         act = torch.zeros(m * k // 2, dtype=torch.uint8)
         with mock.patch.object(WorkspaceCacheTest, "plan", plan):
