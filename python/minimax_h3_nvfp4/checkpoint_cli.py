@@ -37,10 +37,15 @@ def _range(values):
 
 def _layer_report(fmt, ckpt, name, out):
     """Prints one layer; returns (refused?, [suspicious lines])."""
+    own = sorted((n, t) for n, t in ckpt.tensors.items()
+                 if n.startswith(name + ".") and "." not in n[len(name) + 1:])
+    stored = "      tensors: %s" % ", ".join("%s %s %s" % (n[len(name):], t.dtype, list(t.shape))
+                                           for n, t in own)
     try:
         c = checkpoints.convert_layer(ckpt, name, fmt)
     except checkpoints.CheckpointError as e:
         print("  %s: REFUSED: %s" % (name, e), file=out)
+        print(stored, file=out)
         return True, []
     n, k = c.out_features, c.in_features
     sf = cf.e4m3_value(cf.unswizzle(c.o_weight_sf, n, k // 16))
@@ -51,6 +56,7 @@ def _layer_report(fmt, ckpt, name, out):
              if c.act_global_scale is not None else
              "; act_global_scale: calibration required (no input scale in the checkpoint)"),
           file=out)
+    print(stored, file=out)
     for note in c.notes:
         print("      %s" % note, file=out)
     sus = []

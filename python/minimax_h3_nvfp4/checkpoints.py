@@ -134,10 +134,22 @@ def _evidence(ckpt):
     hq = ckpt.configs.get("hf_quant_config.json")
     if hq is not None:
         quant = hq.get("quantization") if isinstance(hq.get("quantization"), dict) else {}
-        algo = quant.get("quant_algo")
-        _modelopt_algo(algo, "hf_quant_config.json: quantization.quant_algo = %s (group_size %s)"
-                       % (json.dumps(algo), json.dumps(quant.get("group_size"))), strong,
-                       refused, later)
+        algo = stated = quant.get("quant_algo")
+        per_layer = quant.get("quantized_layers")
+        if algo == "MIXED_PRECISION" and isinstance(per_layer, dict):
+            # ModelOpt's mixed precision: an algorithm per layer. Its NVFP4 layers are ours;
+            # its FP8 ones (F8_E4M3 weights, no weight_scale_2) are not NVFP4 layers at all.
+            algos = sorted({str(v.get("quant_algo")) for v in per_layer.values()
+                            if isinstance(v, dict)})
+            nv = sum(1 for v in per_layer.values()
+                     if isinstance(v, dict) and v.get("quant_algo") == "NVFP4")
+            algo = "NVFP4" if nv else algos[0] if algos else None
+            for a in algos:
+                if a != "NVFP4" and "NVFP4" in a.upper():
+                    algo = a
+        _modelopt_algo(algo, "hf_quant_config.json: quantization.quant_algo = %s%s" % (
+            json.dumps(stated), " (group_size %s)" % json.dumps(quant.get("group_size"))
+            if stated == algo else " (its layers: %s)" % algo), strong, refused, later)
     qc = ckpt.configs.get("config.json", {}).get("quantization_config")
     if isinstance(qc, dict):
         method = qc.get("quant_method")

@@ -138,6 +138,25 @@ class Detect(Base):
                                     "checkpoint says comfy"):
             checkpoints.detect(fixture("comfy"), "modelopt")
 
+    def test_modelopt_mixed_precision(self):
+        # hf_quant_config.json's MIXED_PRECISION: an algorithm per layer; NVFP4 ones convert.
+        shutil.copy(fixture("modelopt", "model.safetensors"), self.dir)
+        conf = {"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+            "transformer_blocks.0.attn.to_out.0": {"quant_algo": "NVFP4", "group_size": 16},
+            "transformer_blocks.0.ff.net.2": {"quant_algo": "NVFP4", "group_size": 16},
+            "proj_out": {"quant_algo": "FP8"}}}}
+        with open(os.path.join(self.dir, "hf_quant_config.json"), "w") as f:
+            json.dump(conf, f)
+        self.assertEqual(checkpoints.detect(self.dir), ("modelopt", [
+            'hf_quant_config.json: quantization.quant_algo = "MIXED_PRECISION" (its layers: '
+            'NVFP4)', "tensor names: 2 <layer>.weight (U8), weight_scale, weight_scale_2 "
+            "(ModelOpt and comfy name theirs alike)"]))
+        conf["quantization"]["quantized_layers"]["proj_out"]["quant_algo"] = "NVFP4_AWQ"
+        with open(os.path.join(self.dir, "hf_quant_config.json"), "w") as f:
+            json.dump(conf, f)
+        with self.assertRaisesRegex(CheckpointError, "ModelOpt NVFP4_AWQ; its smoothing"):
+            checkpoints.detect(self.dir)
+
     def refused(self, tensors, configs=None, metadata=None):
         for name, doc in (configs or {}).items():
             with open(os.path.join(self.dir, name), "w") as f:
@@ -205,6 +224,41 @@ class Convert(Base):
                                     "match 'nothing'"):
             checkpoints.convert(fixture("comfy"), dst + "2", layers="nothing")
         self.assertFalse(os.path.exists(dst + "2"))
+
+    def test_sharded_folder_and_comfy_metadata_marker(self):
+        # A folder of several files converts as one checkpoint; comfy layers listed in the
+        # safetensors metadata (_quantization_metadata) instead of .comfy_quant tensors too.
+        for fmt, split in (("modelopt", "ff.net.2"), ("comfy", "ff.down")):
+            with self.subTest(fmt=fmt):
+                src = os.path.join(self.dir, fmt)
+                shutil.copytree(fixture(fmt), src)
+                tensors, meta = _tensors(os.path.join(src, "model.safetensors"))
+                os.unlink(os.path.join(src, "model.safetensors"))
+                if fmt == "comfy":
+                    layers = {n[:-len(".comfy_quant")]: {"format": json.loads(
+                        bytes(a).decode())["format"]} for n, (_, a) in tensors.items()
+                        if n.endswith(".comfy_quant")}
+                    tensors = {n: v for n, v in tensors.items() if not n.endswith(".comfy_quant")}
+                    meta = {"_quantization_metadata": json.dumps({"format_version": "1.0",
+                                                                  "layers": layers})}
+                a = {n: v for n, v in tensors.items() if split in n}
+                b = {n: v for n, v in tensors.items() if split not in n}
+                st.save(os.path.join(src, "model-00001-of-00002.safetensors"), a, meta)
+                st.save(os.path.join(src, "model-00002-of-00002.safetensors"), b, meta)
+                dst = os.path.join(self.dir, fmt + ".safetensors")
+                m = checkpoints.convert(src, dst)
+                if fmt == "comfy":
+                    self.assertEqual(m["source"]["detected_because"][0], "safetensors metadata "
+                                     "_quantization_metadata lists 2 nvfp4 layers")
+                with open(dst, "rb") as f, open(fixture("expected", fmt + ".safetensors"),
+                                                "rb") as g:
+                    self.assertEqual(f.read(), g.read())
+                st.save(os.path.join(src, "model-00003-of-00002.safetensors"),
+                        dict(list(a.items())[:1]), meta)
+                with self.assertRaisesRegex(CheckpointError, r"tensor '.*' is in both "
+                                            r".*model-00001-of-00002.safetensors and "
+                                            r".*model-00003-of-00002.safetensors"):
+                    checkpoints.convert(src, dst)
 
     def test_op_output_equals_the_same_operands_passed_directly(self):
         # Every route to the operands (converting in memory, the converted file, the expected
@@ -509,6 +563,8 @@ class CommandLine(Base):
                       "calibration required (no input scale in the checkpoint)", lines)
         self.assertIn("      nibbles swapped (comfy-kitchen hi_first: even element in the high "
                       "nibble)", lines)
+        self.assertIn("      tensors: .comfy_quant U8 [19], .weight U8 [208, 256], .weight_scale "
+                      "F8_E4M3 [256, 32], .weight_scale_2 F32 []", lines)
         self.assertIn("  diffusion_model.blocks.0.attn.qkv: skipped: marked \"float8_e4m3fn\", "
                       "not nvfp4", lines)
         self.assertIn("suspicious: 1", lines)
