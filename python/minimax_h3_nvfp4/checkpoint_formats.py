@@ -1,7 +1,9 @@
 """The NVFP4 layouts of users' checkpoints, and the conversion of one layer to this package's
 operands (o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale). NumPy only.
 
-Each format's conventions, as its own sources state them (read, not copied):
+Each format's conventions, as its own sources state them (read, not copied; revisions read on
+2026-12-02: NVIDIA/Model-Optimizer 211c6b34, vllm-project/compressed-tensors ac8e2ba8,
+Comfy-Org/comfy-kitchen 7d86acf):
 
 ModelOpt NVFP4 (NVIDIA/Model-Optimizer modelopt/torch/quantization/qtensor/nvfp4_tensor.py,
 NVFP4QTensor): `<layer>.weight` U8 [N, K/2], the even element in the low nibble (`quantize`
