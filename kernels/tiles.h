@@ -11,8 +11,8 @@
 // are ABI: never reuse one; the lines' order is not the codes'), and run the GPU tests, which
 // cover every registered config. The first line is the default. kAuto (C++, the C ABI's code 0,
 // Python's and the tools' "auto") is one choice everywhere: the tuning cache's winner for the
-// device, shape and M, else a small-M heuristic, else the default (kernels/tune_cache.h,
-// python/minimax_h3_nvfp4/tuning.py).
+// device, shape and M, else a small-M heuristic, else the default (kernels/tune_cache.h, which
+// Python asks through python/native/capi_tuning.h).
 //
 //   X(enumerator, code, name, config type in h3::kernels, what it is)
 //

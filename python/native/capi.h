@@ -125,7 +125,7 @@ int64_t h3_swizzled_scale_bytes(int64_t n, int64_t k);
  * supported CUDA device is. */
 int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64_t buf_len);
 
-/* One CUDA device as the tuning cache keys it (python/minimax_h3_nvfp4/tuning.py). */
+/* One CUDA device as the tuning cache keys it (kernels/tune_cache.h; capi_tuning.h takes it). */
 typedef struct H3DeviceProperties {
   char name[256];         /* cudaDeviceProp::name, NUL-terminated */
   int32_t major, minor;   /* compute capability */
