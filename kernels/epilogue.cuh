@@ -1,8 +1,8 @@
 #ifndef H3_KERNELS_EPILOGUE_CUH_
 #define H3_KERNELS_EPILOGUE_CUH_
 
-// The fused epilogue (docs/contract.md section 6), from the accumulator registers to global
-// memory:
+// The product's epilogue (docs/contract.md section 6) as an epilogue policy, GatedResidual
+// (epilogue_policy.cuh: the hooks), from the accumulator registers to global memory:
 //   o = acc (x) alpha;  t = bf16(f32(gate[g, n]) (x) o);  out = bf16(f32(residual) (+) f32(t))
 // for g = gate_index[m] in [0, G); otherwise out = residual bit for bit.
 //
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/epilogue_policy.cuh"
 #include "kernels/params.h"
 #include "kernels/warp_acc.cuh"
 
@@ -127,107 +128,63 @@ __device__ __forceinline__ void StoreWords(uint16_t* dst, const uint32_t (&w)[kW
   }
 }
 
-// One warp tile's epilogue with kW words per access. In the MMA layout lane (lrow, lcol) holds,
-// for each of its rows, one bf16 pair per n fragment j, at column col_base + 8j + 2lcol: kW = 1
-// moves those pairs one by one. kW = 4: a quad holds 4 n fragments x 4 lanes of pairs of a row,
-// each lane's 4 bytes 16 bytes apart; a quad transpose gives each lane 16 contiguous bytes
-// (columns col_base + 32q + 8lcol .. + 7 of fragment group q). t is kept in the access layout:
-// word k of access q at [kW q + k].
-template <class Cfg, class Arch, int kW>
-__device__ __forceinline__ void StoreTile(const WarpAcc<Cfg>& acc, int64_t row_base, int col_base,
-                                          const OutProjParams& p, float alpha) {
-  static_assert(kW == 1 || kW == 4, "4- or 16-byte accesses");
-  static_assert(Cfg::kNFrags % kW == 0, "whole accesses per row");
-  constexpr int kAccesses = Cfg::kNFrags / kW;  // per row and thread
-  constexpr int kEpiBatch = 2;  // m fragments (4 accumulator rows) per batch of residual loads
-  static_assert(Cfg::kMFrags % kEpiBatch == 0, "whole batches of m fragments");
-  const int lane = threadIdx.x & 31, lrow = lane >> 2, lcol = lane & 3;
-  const int col_t = col_base + (kW == 4 ? 8 * lcol : 2 * lcol);  // + kW 8 q: access q
-  int32_t gate_row[Cfg::kMFrags][2];                              // [m fragment][h]
-  LoadGateRows<Cfg>(row_base, lrow, p, gate_row);
-  // t for every pair: the gate read in the access layout, moved to the accumulators' (kW = 4),
-  // multiplied, and moved back. gate never aliases out, so its loads need not wait for stores.
-  uint32_t tr[Cfg::kMFrags][2][Cfg::kNFrags];
+// The product's epilogue policy (epilogue_policy.cuh has the hooks' contract). Set-up: each row's
+// gate row, one round trip for the tile. Apply: t for an access, the gate read in the access
+// layout, moved to the accumulators' (kW = 4), multiplied and moved back; gate never aliases out,
+// so its loads need not wait for stores. Read: the residual (the read-only path cannot be used:
+// out may be residual). Combine: bf16(residual + t) for a gated row, the residual bit for bit
+// for the others. Store: out.
+struct GatedResidual {
+  static constexpr bool kVec16 = true;
+
+  template <class Cfg, class Arch, int kW>
+  class Tile {
+   public:
+    __device__ __forceinline__ Tile(const EpilogueLane<kW>& at, const OutProjParams& p, float alpha)
+        : alpha_(alpha) {
+      LoadGateRows<Cfg>(at.row_base, at.lrow, p, gate_row_);
+    }
+
+    __device__ __forceinline__ void Apply(const EpilogueLane<kW>& at, const OutProjParams& p,
+                                          const WarpAcc<Cfg>& acc, int i, int h, int q,
+                                          uint32_t (&t)[kW]) const {
+      const int32_t gr = gate_row_[i][h];  // uniform over the quad: one row
+      const uint16_t* gate = at.Access(p.gate + static_cast<int64_t>(gr) * p.n, q);
+      if constexpr (kW == 4) {
+        // Every lane takes part in the transposes; an ungated row's t is never used.
+        if (gr >= 0) LoadGateWords<4>(gate, t);
+        QuadTranspose(t);  // t[jj]: the pair of n fragment 4q + jj
 #pragma unroll
-  for (int i = 0; i < Cfg::kMFrags; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int32_t gr = gate_row[i][h];  // uniform over the quad: one row
-#pragma unroll
-      for (int q = 0; q < kAccesses; ++q) {
-        const uint16_t* gate = p.gate + static_cast<int64_t>(gr) * p.n + col_t + 8 * kW * q;
-        uint32_t w[kW] = {};
-        if constexpr (kW == 4) {
-          // Every lane takes part in the transposes; an ungated row's t is never used.
-          if (gr >= 0) LoadGateWords<4>(gate, w);
-          QuadTranspose(w);  // w[jj]: the pair of n fragment 4q + jj
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj) {
-            const int j = 4 * q + jj;
-            w[jj] = GateProductPair<Arch>(acc.v[i][j][2 * h], acc.v[i][j][2 * h + 1], alpha, w[jj]);
-          }
-          QuadTranspose(w);
-        } else if (gr >= 0) {
-          LoadGateWords<1>(gate, w);
-          w[0] = GateProductPair<Arch>(acc.v[i][q][2 * h], acc.v[i][q][2 * h + 1], alpha, w[0]);
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = 4 * q + jj;
+          t[jj] = GateProductPair<Arch>(acc.v[i][j][2 * h], acc.v[i][j][2 * h + 1], alpha_, t[jj]);
         }
-#pragma unroll
-        for (int k = 0; k < kW; ++k) tr[i][h][kW * q + k] = w[k];
+        QuadTranspose(t);
+      } else if (gr >= 0) {
+        LoadGateWords<1>(gate, t);
+        t[0] = GateProductPair<Arch>(acc.v[i][q][2 * h], acc.v[i][q][2 * h + 1], alpha_, t[0]);
       }
     }
-#pragma unroll
-  for (int i0 = 0; i0 < Cfg::kMFrags; i0 += kEpiBatch) {
-    // Every residual load of the batch before any of its stores (out may be residual).
-    uint32_t res[kEpiBatch][2][Cfg::kNFrags];
-#pragma unroll
-    for (int b = 0; b < kEpiBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = row_base + 16 * (i0 + b) + lrow + 8 * h;
-#pragma unroll
-        for (int q = 0; q < kAccesses; ++q) {
-          uint32_t* r = &res[b][h][kW * q];
-          if (row < p.m) {
-            LoadWords<kW>(p.residual + row * p.n + col_t + 8 * kW * q, r);
-          } else {
-#pragma unroll
-            for (int k = 0; k < kW; ++k) r[k] = 0u;
-          }
-        }
-      }
-#pragma unroll
-    for (int b = 0; b < kEpiBatch; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = i0 + b;
-        const int64_t row = row_base + 16 * i + lrow + 8 * h;
-        if (row >= p.m) continue;
-        const bool gated = gate_row[i][h] >= 0;
-#pragma unroll
-        for (int q = 0; q < kAccesses; ++q) {
-          uint32_t o[kW];
-#pragma unroll
-          for (int k = 0; k < kW; ++k) {
-            const uint32_t r = res[b][h][kW * q + k];
-            o[k] = gated ? AddResidualPair(r, tr[i][h][kW * q + k]) : r;
-          }
-          StoreWords<kW>(p.out + row * p.n + col_t + 8 * kW * q, o);
-        }
-      }
-  }
-}
 
-// The epilogue of one warp tile (acc: the contract's f32 sums, before alpha), with the widest
-// accesses the operands' alignment allows.
-template <class Cfg, class Arch>
-__device__ __forceinline__ void EpilogueTile(const WarpAcc<Cfg>& acc, int64_t row_base,
-                                             int col_base, const OutProjParams& p, float alpha) {
-  if (p.vec16_epilogue) {
-    StoreTile<Cfg, Arch, 4>(acc, row_base, col_base, p, alpha);
-  } else {
-    StoreTile<Cfg, Arch, 1>(acc, row_base, col_base, p, alpha);
-  }
-}
+    __device__ __forceinline__ void Read(const EpilogueLane<kW>& at, const OutProjParams& p,
+                                         int64_t row, int q, uint32_t* r) const {
+      LoadWords<kW>(at.Access(p.residual + row * p.n, q), r);
+    }
+
+    __device__ __forceinline__ uint32_t Combine(int i, int h, uint32_t r, uint32_t t) const {
+      return gate_row_[i][h] >= 0 ? AddResidualPair(r, t) : r;
+    }
+
+    __device__ __forceinline__ void Store(const EpilogueLane<kW>& at, const OutProjParams& p,
+                                          int64_t row, int q, const uint32_t (&o)[kW]) const {
+      StoreWords<kW>(at.Access(p.out + row * p.n, q), o);
+    }
+
+   protected:  // a policy that extends this one (epilogue_policy.cuh) reads them
+    float alpha_;
+    int32_t gate_row_[Cfg::kMFrags][2];  // [m fragment][h]: gate row, -1 ungated or beyond M
+  };
+};
 
 }  // namespace h3::kernels
 

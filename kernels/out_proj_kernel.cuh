@@ -6,15 +6,17 @@
 //
 // Warp roles (config.cuh): warps 0..3 are the producers (producers.cuh: the load warp fills the
 // rings, three warps quantize attn_out and publish ready flags); warps 4..11 (two consumer
-// warpgroups) run the block-scaled MMAs (mainloop.cuh) and the fused epilogue (epilogue.cuh),
+// warpgroups) run the block-scaled MMAs (mainloop.cuh) and the fused epilogue (the Variant's
+// epilogue policy through epilogue_policy.cuh; the product's, GatedResidual, in epilogue.cuh),
 // as the config's schedule says (config.cuh): in lockstep on one ring (LockstepSchedule, the
 // default), or each on its N half a few stages apart (SkewedSchedule), so that one's epilogue
 // runs under the other's MMAs.
 //
 // Template parameters: Cfg (config.cuh, a tiles.h entry), Arch (arch.cuh: the target's policy)
-// and Variant: whether the quantizers publish, whether both consumer groups issue MMAs, what a
-// finished tile's accumulators go to. The product instantiates Product; only testonly targets
-// instantiate others (the bench's timing variants, the stall test's kernel).
+// and Variant (variant.cuh): the epilogue policy (Variant::Epilogue: what a finished tile's
+// accumulators become), whether the quantizers publish, whether both consumer groups issue MMAs.
+// The product instantiates Product; only testonly targets instantiate others (the bench's timing
+// variants, the stall and stress tests' kernels).
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -23,7 +25,7 @@
 #include <cstdint>
 
 #include "kernels/bounded_wait.cuh"
-#include "kernels/epilogue.cuh"
+#include "kernels/epilogue_policy.cuh"
 #include "kernels/mainloop.cuh"
 #include "kernels/params.h"
 #include "kernels/producers.cuh"
@@ -150,7 +152,7 @@ __device__ __forceinline__ void ConsumeTileStages(const OutProjParams& p, int mt
   }
 }
 
-// Consumer warps: MMA over the rings, then the epilogue straight from registers.
+// Consumer warps: MMA over the rings, then the Variant's epilogue straight from registers.
 template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStorage<Cfg>& st,
                                              float alpha) {
@@ -205,7 +207,7 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    Variant::template Epilogue<Cfg, Arch>(acc, row0, col0, p, alpha);
+    EpilogueTile<Cfg, Arch, typename Variant::Epilogue>(acc, row0, col0, p, alpha);
   }
 }
 

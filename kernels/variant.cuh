@@ -1,18 +1,18 @@
 #ifndef H3_KERNELS_VARIANT_CUH_
 #define H3_KERNELS_VARIANT_CUH_
 
-// What a kernel instance does besides the product's work (OutProjKernel's Variant). Product is
-// the product; testonly targets derive from it and override members: the bench's timing variants
-// (no epilogue, one group's MMAs), the stall test's quantizers that never publish and withheld
-// hand-offs, the stress test's pauses, single quantizing CTA and grid cap. The product's hooks
-// are empty or constant and compile to nothing.
+// What a kernel instance does besides its config and architecture (OutProjKernel's Variant): its
+// epilogue, a policy type (epilogue_policy.cuh: the hooks), and the test hooks of the producers
+// and the rings. Product is the product: GatedResidual (epilogue.cuh), and hooks that are empty
+// or constant and compile to nothing. Other instances derive from it and override members: an
+// epilogue (the bench's timing variants: no epilogue, and also one group's MMAs), or test hooks
+// (the stall test's quantizers that never publish and withheld hand-offs, the stress test's
+// pauses, single quantizing CTA and grid cap).
 
 #include <cstdint>
 
 #include "kernels/epilogue.cuh"
-#include "kernels/params.h"
 #include "kernels/stall.h"
-#include "kernels/warp_acc.cuh"
 
 namespace h3::kernels {
 
@@ -20,6 +20,8 @@ namespace h3::kernels {
 enum class PauseSite : uint32_t { kQuantizerBlock, kQuantizerPublish, kLoaderStage, kTrailerTile };
 
 struct Product {
+  // What a finished warp tile's accumulators (the contract's f32 sums, before alpha) become.
+  using Epilogue = GatedResidual;
   static constexpr bool kPublish = true;        // the quantizer warps publish every unit
   static constexpr bool kEveryGroupMma = true;  // both consumer warpgroups issue MMAs
   static constexpr int kGridCap = 0;            // 0: the co-resident CTAs (launch.cuh)
@@ -38,12 +40,6 @@ struct Product {
   static constexpr uint64_t kLoaderBound = kernels::kLoaderBound;
   static constexpr uint64_t kConsumerBound = kernels::kConsumerBound;
   static constexpr uint64_t kGateBound = kernels::kGateBound;
-  // A finished warp tile's accumulators (the contract's f32 sums, before alpha).
-  template <class Cfg, class Arch>
-  __device__ __forceinline__ static void Epilogue(const WarpAcc<Cfg>& acc, int64_t row0, int col0,
-                                                  const OutProjParams& p, float alpha) {
-    EpilogueTile<Cfg, Arch>(acc, row0, col0, p, alpha);
-  }
 };
 
 }  // namespace h3::kernels

@@ -3,9 +3,10 @@
 
 // Timing-only instances of the fused kernel, linked by the bench alone (never by the product):
 // the same kernel (kernels/out_proj_kernel.cuh) with a Variant other than the product's.
-//   kNoEpilogue   every warp tile's accumulators are consumed without the epilogue, so `out` is
-//                 NOT written (act_q / act_sf are). fused - this = the exposed epilogue, the
-//                 performance model's least certain term.
+//   kNoEpilogue   the epilogue policy DiscardAccumulators in place of the product's
+//                 (kernels/epilogue_policy.cuh): every warp tile's accumulators are consumed, and
+//                 `out` is NOT written (act_q / act_sf are). fused - this = the exposed epilogue,
+//                 the performance model's least certain term.
 //   kOneGroupMma  as kNoEpilogue, and the second consumer warpgroup skips its MMAs (it keeps the
 //                 rings' pace), so the first one's MMAs run alone, one warp per sub-partition:
 //                 fused_no_epilogue / (2 x this) is the tensor rate one MMA warp per

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "kernels/epilogue_policy.cuh"
 #include "kernels/out_proj_kernel.cuh"
 #include "kernels/params.h"
 #include "kernels/producers.cuh"
@@ -25,8 +26,9 @@
 namespace h3::kernels::sm90 {
 
 // Consumer warps: each tile's stages as one stream of wgmma k-steps, the accumulators moved to
-// the warp-tile layout, then Variant::Epilogue (the product: the epilogue). Both warpgroups'
-// wgmmas read one staged B tile, so a Variant without kEveryGroupMma still runs them all.
+// the warp-tile layout, then the Variant's epilogue policy (the product's: GatedResidual). Both
+// warpgroups' wgmmas read one staged B tile, so a Variant without kEveryGroupMma still runs them
+// all.
 template <class Variant>
 __device__ __forceinline__ void FastConsumerLoop(const OutProjParams& p, Sm90Storage& st,
                                                  float alpha) {
@@ -44,7 +46,7 @@ __device__ __forceinline__ void FastConsumerLoop(const OutProjParams& p, Sm90Sto
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    Variant::template Epilogue<Cfg, Sm90Emulated>(acc, row0, col0, p, alpha);
+    EpilogueTile<Cfg, Sm90Emulated, typename Variant::Epilogue>(acc, row0, col0, p, alpha);
   }
 }
 
