@@ -3,7 +3,7 @@
     python3 gen_operands.py core/operands.def python/native/capi.h OUT
 
 Reads every H3_OPERAND(...) row of core/operands.def (the one declaration, core/operands.h) and
-H3_CAPI_VERSION of capi.h. Standard library only. The package checks the mirror against the
+H3_CAPI_BASE_VERSION of capi.h (the version is that times 100 plus the rows, as capi.h says). Standard library only. The package checks the mirror against the
 loaded library's own layout of H3OutProjArgs (h3_args_size / h3_args_offset) when it loads it.
 """
 
@@ -32,9 +32,9 @@ def main(argv):
     with open(table) as f:
         ops = rows(f.read())
     with open(capi) as f:
-        version = re.search(r"#define H3_CAPI_VERSION (\d+)", f.read())
+        version = re.search(r"#define H3_CAPI_BASE_VERSION (\d+)", f.read())
     if version is None:
-        raise SystemExit("gen_operands: no H3_CAPI_VERSION in %s" % capi)
+        raise SystemExit("gen_operands: no H3_CAPI_BASE_VERSION in %s" % capi)
     lines = [
         '"""The op\'s operands, one row each: generated from core/operands.def by',
         'python/gen_operands.py (do not edit). Fields: name, dtype, shape, dims, presence, role,',
@@ -42,7 +42,8 @@ def main(argv):
         "",
         "import collections",
         "",
-        "CAPI_VERSION = %s" % version.group(1),
+        "CAPI_VERSION = %d  # capi.h: H3_CAPI_BASE_VERSION * 100 + the table's rows"
+        % (int(version.group(1)) * 100 + len(ops)),
         "",
         "Operand = collections.namedtuple(",
         '    "Operand", "name dtype shape dims presence role gpu_align what")',

@@ -27,7 +27,17 @@
 extern "C" {
 #endif
 
-#define H3_CAPI_VERSION 9
+/* The ABI's version: a base (bumped on any change of a signature, an option, or the operand
+ * table other than a row added: a row removed, renamed or moved) times 100, plus the number of
+ * rows of core/operands.def, so that a new operand changes it by itself. */
+#define H3_CAPI_BASE_VERSION 9
+enum {
+  H3_CAPI_OPERAND_ROWS = 0
+#define H3_OPERAND(...) +1
+#include "core/operands.def"
+#undef H3_OPERAND
+};
+#define H3_CAPI_VERSION (H3_CAPI_BASE_VERSION * 100 + H3_CAPI_OPERAND_ROWS)
 
 /* Return codes: absl::StatusCode values. */
 enum {

@@ -46,7 +46,8 @@ ctypes.memmove(ctypes.byref(args), plan.ref, ctypes.sizeof(args))
 ws = torch.empty((plan.ws_bytes,), dtype=torch.uint8, device=dev)
 words, base = memoryview(args).cast("B").cast("Q"), ws.data_ptr()
 words[_eager._W_ACTQ], words[_eager._W_ACTSF] = base, base + plan.sf_off
-words[_eager._W_FLAGS], words[_eager._W_OUT] = base + plan.flags_off, outs[0].data_ptr()
+words[_eager._W_FLAGS] = base + plan.flags_off
+words[_eager._WORDS[_eager._OUT]] = outs[0].data_ptr()
 args.cached_workspace = args.ready_flags_zeroed = 0  # zeroed on the stream by each call
 gpu, ref, raw_stream = _native.lib().h3_out_proj_gpu, ctypes.byref(args), \
     torch._C._cuda_getCurrentRawStream
