@@ -90,11 +90,25 @@ void BM_EigenGemmF32(benchmark::State& state) {
                                                benchmark::Counter::kIsRate);
 }
 
+// By name: OpInputs is generated from core/operands.def (a new row adds a field).
+OpInputs InputsOf(const Data& d) {
+  OpInputs in;
+  in.shape = d.shape;
+  in.attn_out = d.attn_out;
+  in.o_weight_q = d.w.q;
+  in.o_weight_sf = d.w.sf;
+  in.o_weight_global_scale = d.w.global_scale;
+  in.act_global_scale = 2688.0f / 4.0f;
+  in.gate = d.gate;
+  in.gate_index = d.gate_index;
+  in.residual = d.residual;
+  return in;
+}
+
 void BM_RunOp(benchmark::State& state) {
   const Data& d0 = GetData();
   Data& d = const_cast<Data&>(d0);
-  const OpInputs in{d.shape,        d.attn_out, d.w.q,        d.w.sf,    d.w.global_scale,
-                    2688.0f / 4.0f, d.gate,     d.gate_index, d.residual};
+  const OpInputs in = InputsOf(d);
   const OpOutputs out{absl::MakeSpan(d.out), absl::MakeSpan(d.act_q), absl::MakeSpan(d.act_sf)};
   if (!RunOp(in, out, GemmPath::kFastF32).ok()) state.SkipWithError("RunOp failed");  // warm-up
   for (auto _ : state) {
@@ -126,8 +140,7 @@ void BM_DequantizeWeight(benchmark::State& state) {
 // The checker's cost: the exact envelope of 16 rows (what a GPU test would sample).
 void BM_Envelope16Rows(benchmark::State& state) {
   const Data& d = GetData();
-  const OpInputs in{d.shape,        d.attn_out, d.w.q,        d.w.sf,    d.w.global_scale,
-                    2688.0f / 4.0f, d.gate,     d.gate_index, d.residual};
+  const OpInputs in = InputsOf(d);
   std::vector<int64_t> rows(16);
   for (int i = 0; i < 16; ++i) rows[i] = i * 255;
   for (auto _ : state) {

@@ -130,8 +130,19 @@ struct OpData {
   std::vector<int32_t> gate_index;
   float w_gs = 1.0f, act_gs = 1.0f;
 
+  // By name: OpInputs is generated from core/operands.def (a new row adds a field).
   OpInputs Inputs() const {
-    return OpInputs{shape, attn_out, w_q, w_sf, w_gs, act_gs, gate, gate_index, residual};
+    OpInputs in;
+    in.shape = shape;
+    in.attn_out = attn_out;
+    in.o_weight_q = w_q;
+    in.o_weight_sf = w_sf;
+    in.o_weight_global_scale = w_gs;
+    in.act_global_scale = act_gs;
+    in.gate = gate;
+    in.gate_index = gate_index;
+    in.residual = residual;
+    return in;
   }
 };
 
