@@ -40,7 +40,8 @@ absl::StatusOr<OpInputs> OpInputsOf(const OperandSet& ops, bool with_outputs) {
     }
   }
   // Each IN row of the table, sized as validated: an array as a span (an IN_PLACE one not given
-  // is out's memory), a SCALAR as its value (the host value of an OR_VALUE one not given; at
+  // is out's memory; an OPTIONAL one not given, and any at M = 0 left null, an empty span), a
+  // SCALAR as its value (the host value of an OR_VALUE one not given; at
   // M = 0 a required one may be null and is not read).
   OpInputs in;
   in.shape = OpShape{d.m, d.n, d.k, d.g};
@@ -52,13 +53,16 @@ absl::StatusOr<OpInputs> OpInputsOf(const OperandSet& ops, bool with_outputs) {
 #define H3_OP_VALUE_OPTIONAL(name) 0.f
 #define H3_OP_VALUE_IN_PLACE(name) 0.f
 #define H3_OP_VALUE_OR_VALUE(name) ops.name##_value
-#define H3_OP_SPAN(t, name, presence)                                         \
-  in.name = In<t>(H3_OP_SOURCE_##presence(name),                            \
-                  OperandTableBytes(OperandId::name, d) / sizeof(t));
+#define H3_OP_SPAN(t, name, presence)                                                            \
+  {                                                                                              \
+    const Operand& src = H3_OP_SOURCE_##presence(name);                                          \
+    in.name =                                                                                    \
+        In<t>(src, src.data != nullptr ? OperandTableBytes(OperandId::name, d) / sizeof(t) : 0); \
+  }
 #define H3_OP_FILL_DIMS2(t, name, presence) H3_OP_SPAN(t, name, presence)
 #define H3_OP_FILL_DIMS1(t, name, presence) H3_OP_SPAN(t, name, presence)
 #define H3_OP_FILL_SWIZZLED_SF(t, name, presence) H3_OP_SPAN(t, name, presence)
-#define H3_OP_FILL_SCALAR(t, name, presence)                                             \
+#define H3_OP_FILL_SCALAR(t, name, presence)                                     \
   in.name = ops.name.data != nullptr ? *static_cast<const float*>(ops.name.data) \
                                      : H3_OP_VALUE_##presence(name);
 #define H3_OP_FILL_FLAG_BYTES(t, name, presence)
