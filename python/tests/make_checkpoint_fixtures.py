@@ -255,7 +255,8 @@ def _writer(kind):
             def save(path, tensors, metadata):
                 conv = {}
                 for name, (dtype, a) in tensors.items():
-                    a = np.ascontiguousarray(a)
+                    # np.ascontiguousarray would make a 0-d scalar [1] (it returns ndim >= 1).
+                    a = np.array(a, order="C", copy=True)
                     if dtype == "BF16":
                         t = torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
                     elif dtype == "F8_E4M3":
