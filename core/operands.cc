@@ -22,6 +22,28 @@ constexpr Operand OperandSet::*kMembers[] = {
 };
 static_assert(sizeof(kMembers) / sizeof(kMembers[0]) == kOperandCount);
 
+// core/aliasing.h exempts exactly out == residual and takes out as the first output: the table
+// must keep them so (the first written row is out; the one IN_PLACE row is residual).
+constexpr bool AliasingRowsAsExpected() {
+  int in_place = 0;
+  bool first_written_is_out = false, seen_written = false;
+  for (const OperandSpec& s : kOperands) {
+    if (s.presence == Presence::IN_PLACE) {
+      ++in_place;
+      if (s.name[0] != 'r' || s.name[1] != 'e' || s.name[2] != 's') return false;
+    }
+    if (s.role != Role::IN && !seen_written) {
+      seen_written = true;
+      first_written_is_out = s.name[0] == 'o' && s.name[1] == 'u' && s.name[2] == 't' &&
+                             s.name[3] == '\0';
+    }
+  }
+  return in_place == 1 && first_written_is_out;
+}
+static_assert(AliasingRowsAsExpected(),
+              "core/aliasing.h exempts out == residual: out must be the first written row and "
+              "residual the one IN_PLACE row");
+
 const OperandSpec& Spec(int i) { return kOperands[i]; }
 
 const char* ExtentName(Extent e) {
@@ -296,6 +318,17 @@ absl::Status ValidateOperands(const OperandSet& ops, const OperandRules& rules, 
     if (e == Extent::G) d.g = v;
   }
   if (absl::Status s = rules.shape_rule(d); !s.ok()) return s;
+  // Beyond M, N, K, G (the rule's): no extent of any operand may be negative, so that no
+  // product of extents matches a size by two signs.
+  for (int i = 0; i < kOperandCount; ++i) {
+    const Operand& a = ops[static_cast<OperandId>(i)];
+    for (int64_t p = 0; p < a.ndim; ++p) {
+      if (a.shape[p] < 0) {
+        return Invalid(Spec(i).name, "an array of non-negative dimensions",
+                       "shape " + ShapeStr(a));
+      }
+    }
+  }
   const auto skipped = [&rules](const OperandSpec& s) {
     return (rules.inputs_only && s.role != Role::IN) ||
            (s.shape == OperandShape::FLAG_BYTES && rules.flag_bytes == nullptr);

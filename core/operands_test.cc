@@ -108,6 +108,12 @@ TEST(OperandsTest, Table) {
       {"sf bytes", false, [](OperandSet& s, Fixture&) { s.o_weight_sf.shape[1] = 8; },
        "o_weight_sf must be round_up(N,128) * round_up(K/16,4) = 2048 bytes (K = 256 from "
        "attn_out [M, K], N = 128 from o_weight_q [N, K/2]), got 1024 bytes (shape [128, 8])"},
+      {"negative extents whose product matches", false,
+       [](OperandSet& s, Fixture&) {
+         s.o_weight_sf.shape[0] = -128;
+         s.o_weight_sf.shape[1] = -16;
+       },
+       "o_weight_sf must be an array of non-negative dimensions, got shape [-128, -16]"},
       {"scale 2 elements", false, [](OperandSet& s, Fixture&) { s.act_global_scale.shape[0] = 2; },
        "act_global_scale must be one float32 ([1] or a scalar), got shape [2]"},
       {"scale 0-D", false, [](OperandSet& s, Fixture&) { s.act_global_scale.ndim = 0; }, ""},

@@ -14,7 +14,8 @@ namespace h3 {
 
 // One field per operand of core/operands.def, of its name, in its order: OpInputs the IN rows
 // (an array as a span of its elements, empty for an optional one not given; a SCALAR as its
-// float), OpOutputs the OUT rows (an empty span: not wanted, for an optional one). residual may alias out (contract section 9).
+// float), OpOutputs the OUT rows (an empty span: not wanted, for an optional one). residual may
+// alias out (contract section 9).
 #define H3_OP_CTYPE_BF16 uint16_t  // bf16 bit patterns
 #define H3_OP_CTYPE_U8 uint8_t
 #define H3_OP_CTYPE_SF8 uint8_t  // ue4m3 bytes

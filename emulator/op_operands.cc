@@ -32,6 +32,12 @@ absl::StatusOr<OpInputs> OpInputsOf(const OperandSet& ops, bool with_outputs) {
   rules.inputs_only = !with_outputs;
   OpDims d;
   if (absl::Status s = ValidateOperands(ops, rules, &d); !s.ok()) return s;
+  if (!with_outputs && ops.residual.data == nullptr && d.m > 0) {
+    // In place, residual is out's memory, which an inputs-only call does not check.
+    return absl::InvalidArgumentError(
+        "minimax_h3_nvfp4_out_proj: residual must be host memory where out is not read (the "
+        "envelope of out), got null");
+  }
   if (ops.o_weight_global_scale.data == nullptr) {
     // A host value is checked at any M, as the GPU host API does.
     if (absl::Status s = CheckGlobalScale("o_weight_global_scale", ops.o_weight_global_scale_value);

@@ -3,7 +3,8 @@
     python3 gen_operands.py core/operands.def python/native/capi.h OUT
 
 Reads every H3_OPERAND(...) row of core/operands.def (the one declaration, core/operands.h) and
-H3_CAPI_BASE_VERSION of capi.h (the version is that times 100 plus the rows, as capi.h says). Standard library only. The package checks the mirror against the
+H3_CAPI_BASE_VERSION of capi.h (the version is that times 100 plus the rows, as capi.h says).
+Standard library only. The package checks the mirror against the
 loaded library's own layout of H3OutProjArgs (h3_args_size / h3_args_offset) when it loads it.
 """
 

@@ -15,7 +15,8 @@ call is plain eager:
 Anything else returns None and the caller takes the full route (diffusion_ops): its checks,
 which raise the errors, then the registered op. The checks here only decide the route: an
 operand they do not accept is checked again, in order, by the same code as always, so both
-routes raise the same errors; the C ABI validates shapes, sizes and aliasing on both.
+routes raise the same errors; the library (the host API or the emulator, behind the C ABI)
+validates shapes, sizes and aliasing on both.
 
 Per call here: the cheap checks above, a dict lookup of a plan (built once per thread, device,
 operand shapes and options: the ctypes struct with its shapes, the resolved tile, the
@@ -23,7 +24,8 @@ workspace layout), the data pointers and the stream written into the struct, one
 from torch's caching allocator (out, unless given: torch.empty_like(residual), cheaper to call
 than torch.empty) and the C call. The version counters of the
 mutated tensors are bumped once the call has succeeded, as the registered op's ADInplaceOrView
-layer does (one C call on torch 2.x). Nothing here synchronizes or needs the op's registration: a first call under
+layer does (one C call on torch 2.x). Nothing here synchronizes or needs the op's registration: a
+first call under
 CUDA-graph capture works.
 
 The workspace (act_q, act_sf and the ready flags; the flags alone where act_q and act_sf are
@@ -305,7 +307,8 @@ def _workspace(plan, dev, stream, device):
 
 
 class _WsCache(dict):
-    """One thread's cached workspaces: (device, stream) -> _Ws, least recently used first. A dict subclass so that _ws_caches can hold it weakly: a thread's
+    """One thread's cached workspaces: (device, stream) -> _Ws, least recently used first. A dict
+    subclass so that _ws_caches can hold it weakly: a thread's
     cache goes with the thread."""
 
 

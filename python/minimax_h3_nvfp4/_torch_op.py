@@ -3,12 +3,13 @@
 An internal op that takes every operand of the table (core/operands.def, _operands.py) but the
 GPU's ready-flag workspace, in its order - `out`, `act_q`, `act_sf` allocated by the Python
 wrapper (diffusion_ops) when the caller gave none - mutates the outputs and returns nothing; the
-public function returns `out`. Its signature is written from the table (_signature). Registered with torch.library.custom_op (torch >= 2.4) with a
+public function returns `out`. Its signature is written from the table (_signature). Registered with
+torch.library.custom_op (torch >= 2.4) with a
 fake implementation, so torch.compile(fullgraph=True) traces through it; on older torch,
 `out_proj` is the plain implementation (no registration).
 
-The implementation resolves tile="auto" for CUDA tensors (tuning.py: the tuning cache, else a
-heuristic) and runs the GPU kernel, on torch.cuda.current_stream(), with
+The implementation resolves tile="auto" for CUDA tensors (tuning.py asks the library: the
+tuning cache, else a heuristic) and runs the GPU kernel, on torch.cuda.current_stream(), with
 its per-call ready-flag workspace from torch's allocator (so a CUDA graph's memory stays in
 torch's pool, and nothing in the call synchronizes: the very first call in a process can be
 captured), or the emulator for CPU tensors. `residual=None` means "in place": `out` holds the
@@ -16,6 +17,7 @@ residual (no two arguments of the op alias each other).
 """
 
 import ctypes
+import keyword
 from typing import Optional
 
 import torch
@@ -108,12 +110,16 @@ def _register():
         return _impl
     # A function with the table's parameters (custom_op reads the schema from its signature),
     # written out once here rather than by hand.
-    names = ", ".join(p.split(":")[0] for p in _signature())
+    params = [p.split(":")[0] for p in _signature()]
+    for p in params:  # the table's names become Python parameters: they must be plain names
+        if not p.isidentifier() or keyword.iskeyword(p) or p in ("torch", "Optional", "_impl"):
+            raise ImportError("minimax_h3_nvfp4: operand %r cannot be a parameter name" % p)
+    names = ", ".join(params)
     ns = {}
     exec("def out_proj(%s) -> None:\n    _impl(%s)\n\n"
          "def fake(%s) -> None:\n    return None\n" % (", ".join(_signature()), names,
                                                        ", ".join(_signature())),
-         {"torch": torch, "Optional": Optional, "_impl": _impl}, ns)
+         {"__name__": __name__, "torch": torch, "Optional": Optional, "_impl": _impl}, ns)
     try:
         out_proj = custom_op(_NAME, mutates_args=_MUTATED)(ns["out_proj"])
         out_proj.register_fake(ns["fake"])

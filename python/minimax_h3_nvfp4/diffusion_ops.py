@@ -16,7 +16,8 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
                                          default, "128x256", "128x128"); all compute the
                                          same bits, they differ in speed only. "auto": the
                                          tuning cache's winner for this device, shape and M,
-                                         else a heuristic (tuning.py; `python -m
+                                         else a heuristic (kernels/tune_cache.h, asked
+                                         through tuning.py; `python -m
                                          minimax_h3_nvfp4 tune`);
                                          ignored by the emulator and the fast sm_90 build
 
@@ -83,7 +84,7 @@ def _shape_str(shape):
 
 
 def _check_rank2(fn, name, shape, symbolic):
-    # The C ABI checks every shape; these two are needed first, to size the outputs.
+    # The quantizer's weight: 2-D first, to size its outputs.
     if len(shape) != 2:
         raise ValueError("%s: %s must be 2-D %s, got shape %s" % (fn, name, symbolic,
                                                                   _shape_str(shape)))

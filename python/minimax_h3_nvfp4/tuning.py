@@ -239,7 +239,7 @@ def cache():
 
 
 def resolve(device_index, m, n, k, sm90_emulation):
-    """The tile code tile="auto" runs with on CUDA device `device_index` (diffusion_ops): the
+    """The tile code tile="auto" runs with on CUDA device `device_index` (_eager, _torch_op): the
     library's answer, a dict lookup after the first call with these arguments."""
     key = (device_index, m, n, k, sm90_emulation)
     code = _memo.get(key)

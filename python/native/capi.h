@@ -4,7 +4,7 @@
 /* The plain C ABI of libminimax_h3_nvfp4.so, loaded by the Python package with ctypes
  * (python/minimax_h3_nvfp4/_native.py mirrors the declarations here: H3OutProjArgs from the
  * operand table it is generated from, checked against h3_args_size / h3_args_offset at load; bump
- * H3_CAPI_VERSION on any change of a struct or a signature).
+ * H3_CAPI_BASE_VERSION on any other change of a struct or a signature, capi_tuning.h's included).
  *
  * Two backends behind one argument struct:
  *   h3_out_proj_gpu  the CUDA kernel (kernels/out_proj.h) on a caller's stream: every pointer is
