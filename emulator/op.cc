@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/global_scale.h"
+#include "core/operands.h"
 #include "emulator/epilogue.h"
 #include "emulator/formats.h"
 #include "emulator/gemm.h"
@@ -30,7 +33,7 @@ void Grow(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(n);
 }
 
-absl::Status CheckSize(const char* name, int64_t expected, size_t given, const char* what) {
+absl::Status CheckSize(const char* name, int64_t expected, size_t given, const std::string& what) {
   if (static_cast<int64_t>(given) != expected) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: expected %d elements (%s), got %d", name, expected, what, given));
@@ -38,43 +41,80 @@ absl::Status CheckSize(const char* name, int64_t expected, size_t given, const c
   return absl::OkStatus();
 }
 
+// A row's element count in words: "m*k", "n*k/2", "round_up(n,128)*round_up(k/16,4)".
+std::string SizeWords(OperandId id) {
+  const OperandSpec& s = kOperands[static_cast<int>(id)];
+  if (s.shape == OperandShape::SWIZZLED_SF) return "round_up(n,128)*round_up(k/16,4)";
+  std::vector<std::string> parts;
+  for (const Extent e : s.dims) {
+    switch (e) {
+      case Extent::M:
+        parts.push_back("m");
+        break;
+      case Extent::N:
+        parts.push_back("n");
+        break;
+      case Extent::K:
+        parts.push_back("k");
+        break;
+      case Extent::G:
+        parts.push_back("g");
+        break;
+      case Extent::K_2:
+        parts.push_back("k/2");
+        break;
+      case Extent::K_16:
+        parts.push_back("k/16");
+        break;
+      case Extent::X:
+        break;
+    }
+  }
+  return absl::StrJoin(parts, "*");
+}
+
+// One array row's span: its table size, or empty where the row is optional (not given).
+absl::Status CheckRow(OperandId id, size_t given, size_t element_bytes, const OpShape& s) {
+  const OperandSpec& spec = kOperands[static_cast<int>(id)];
+  if (given == 0 && spec.presence == Presence::OPTIONAL) return absl::OkStatus();
+  const OpDims d{s.m, s.n, s.k, s.g};
+  return CheckSize(spec.name, OperandTableBytes(id, d) / static_cast<int64_t>(element_bytes), given,
+                   SizeWords(id));
+}
 
 }  // namespace
 
+// Every row of the table (core/operands.def) that OpInputs / OpOutputs carry, in its order:
+// arrays by size, SCALARs (the global scales) by value.
 absl::Status ValidateOpInputs(const OpInputs& in) {
   const OpShape& s = in.shape;
   if (absl::Status st = ValidateShape(s); !st.ok()) return st;
-  if (absl::Status st = CheckSize("attn_out", s.m * s.k, in.attn_out.size(), "m*k"); !st.ok())
-    return st;
-  if (absl::Status st = CheckSize("o_weight_q", s.n * (s.k / 2), in.o_weight_q.size(), "n*k/2");
-      !st.ok())
-    return st;
-  if (absl::Status st = CheckSize("o_weight_sf", SwizzledScaleBytes(s.n, s.k / 16),
-                                  in.o_weight_sf.size(), "round_up(n,128)*round_up(k/16,4)");
-      !st.ok())
-    return st;
-  if (absl::Status st = CheckSize("gate", s.g * s.n, in.gate.size(), "g*n"); !st.ok()) return st;
-  if (absl::Status st = CheckSize("gate_index", s.m, in.gate_index.size(), "m"); !st.ok())
-    return st;
-  if (absl::Status st = CheckSize("residual", s.m * s.n, in.residual.size(), "m*n"); !st.ok())
-    return st;
-  if (absl::Status st = CheckGlobalScale("o_weight_global_scale", in.o_weight_global_scale);
-      !st.ok())
-    return st;
-  return CheckGlobalScale("act_global_scale", in.act_global_scale);
+  absl::Status st;
+#define H3_OP_CHECK_DIMS2(name) \
+  st = CheckRow(OperandId::name, in.name.size(), sizeof(in.name[0]), s);
+#define H3_OP_CHECK_DIMS1(name) H3_OP_CHECK_DIMS2(name)
+#define H3_OP_CHECK_SWIZZLED_SF(name) H3_OP_CHECK_DIMS2(name)
+#define H3_OP_CHECK_SCALAR(name) st = CheckGlobalScale(#name, in.name);
+#define H3_OP_CHECK_FLAG_BYTES(name)
+#define H3_OP_CHECK_IN(shape, name) H3_OP_CHECK_##shape(name) if (!st.ok()) return st;
+#define H3_OP_CHECK_OUT(shape, name)
+#define H3_OP_CHECK_WORKSPACE(shape, name)
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) H3_OP_CHECK_##role(shape, name)
+#include "core/operands.def"
+#undef H3_OPERAND
+  return absl::OkStatus();
 }
 
 absl::Status ValidateOpOutputs(const OpShape& s, const OpOutputs& out) {
-  if (absl::Status st = CheckSize("out", s.m * s.n, out.out.size(), "m*n"); !st.ok()) return st;
-  if (!out.act_q.empty()) {  // empty = not wanted
-    if (absl::Status st = CheckSize("act_q", s.m * (s.k / 2), out.act_q.size(), "m*k/2"); !st.ok())
-      return st;
-  }
-  if (!out.act_sf.empty()) {
-    if (absl::Status st = CheckSize("act_sf", s.m * (s.k / 16), out.act_sf.size(), "m*k/16");
-        !st.ok())
-      return st;
-  }
+  absl::Status st;
+#define H3_OP_OUTPUT_IN(name)
+#define H3_OP_OUTPUT_WORKSPACE(name)
+#define H3_OP_OUTPUT_OUT(name)                                             \
+  st = CheckRow(OperandId::name, out.name.size(), sizeof(out.name[0]), s); \
+  if (!st.ok()) return st;
+#define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) H3_OP_OUTPUT_##role(name)
+#include "core/operands.def"
+#undef H3_OPERAND
   return absl::OkStatus();
 }
 
