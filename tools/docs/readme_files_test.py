@@ -139,8 +139,10 @@ def check_folder(root, folder, text, files):
 
     documented = {''}  # subfolders (relative) whose files must all be named, '' the folder
     patterns = []  # relative names and globs that name files
+    folder_rows = set()  # subfolders the table names as a whole (`sub/`)
     for line, name in tokens:
         if name.endswith('/'):
+            folder_rows.add(name.rstrip('/'))
             if not os.path.isdir(os.path.join(root, prefix + name)):
                 problems.append('%s:%d: `%s` names a folder that does not exist'
                                 % (where, line, name))
@@ -158,7 +160,19 @@ def check_folder(root, folder, text, files):
             continue
         rel = f[len(prefix):]
         sub = os.path.dirname(rel)
-        if sub not in documented or rel == 'README.md':
+        if rel == 'README.md':
+            continue
+        if sub not in documented:
+            # A subfolder the table does not list file by file: it must be named as a folder
+            # (`sub/`, with or above it) or have a README of its own; else a new folder escapes.
+            parts = sub.split('/')
+            named = any('/'.join(parts[:i]) in folder_rows for i in range(1, len(parts) + 1))
+            own = any(os.path.isfile(os.path.join(root, prefix + '/'.join(parts[:i]),
+                                                  'README.md'))
+                      for i in range(1, len(parts) + 1))
+            if not (named or own or any(matches(rel, pat) for _, pat in patterns)):
+                problems.append('%s: `%s` is in a subfolder the table names neither as a folder '
+                                'nor file by file, and that has no README' % (where, rel))
             continue
         if not any(matches(rel, pat) for _, pat in patterns):
             problems.append('%s: `%s` is in the folder but not in the table' % (where, rel))
@@ -202,8 +216,10 @@ class ReadmeFilesTest(unittest.TestCase):
                       % (len(problems), self.root, '\n'.join(problems)))
 
     def test_checker_itself(self):
-        """check_folder on a made-up folder: a missing file, a stale row, a stale glob."""
-        files = ['d/a.h', 'd/b.cc', 'd/README.md', 'd/data/x.npy', 'd/data/y.npy', 'd/sub/z.h']
+        """check_folder on a made-up folder: a missing file, a stale row, a stale glob, a new
+        subfolder nothing names (one with its own README is that README's)."""
+        files = ['d/a.h', 'd/b.cc', 'd/README.md', 'd/data/x.npy', 'd/data/y.npy', 'd/sub/z.h',
+                 'd/new/w.h', 'd/own/v.h', 'd/own/README.md']
         text = ('| file | what it is |\n|---|---|\n| `a.h` | x |\n| `gone.h` | x |\n'
                 '| `data/*.npy` | x |\n| `data/*.csv` | x |\n| `sub/` | x |\n')
         real_isfile, real_isdir = os.path.isfile, os.path.isdir
@@ -217,6 +233,8 @@ class ReadmeFilesTest(unittest.TestCase):
             'd/README.md:4: `gone.h` names a file that does not exist',
             'd/README.md:6: `data/*.csv` matches no file',
             'd/README.md: `b.cc` is in the folder but not in the table',
+            'd/README.md: `new/w.h` is in a subfolder the table names neither as a folder nor '
+            'file by file, and that has no README',
         ]))
 
 
