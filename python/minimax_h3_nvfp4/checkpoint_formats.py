@@ -239,6 +239,17 @@ def _scalar(tensors, layer, suffix, what, optional=False):
     return v
 
 
+def _our_direction(name, what, ours, v, dequant_direction, notes):
+    """A global scale in the contract's direction (section 5.1): RN(1 / v) where the format
+    stores it to dequantize, else v carried bit for bit; the step said in notes."""
+    if dequant_direction:
+        r = _reciprocal(name, what, v)
+        notes.append("%s = RN(1 / %s) = %s" % (ours, _fmt_f32(v), _fmt_f32(r)))
+        return r
+    notes.append("%s = %s carried bit for bit" % (ours, _fmt_f32(v)))
+    return v
+
+
 def _reciprocal(name, what, v):
     """RN(1 / v) in f32, one division; refused where it is not a normal positive f32."""
     r = np.float32(1.0) / np.float32(v)
@@ -320,22 +331,15 @@ def convert_layer(fmt, tensors, layer):
         raise CheckpointError("tensor %r (packed E2M1 codes) [N, K/2] = %s: the op takes K a "
                               "multiple of 64, got K = %d" % (layer + wsuf, list(w.shape), k))
     g = _scalar(tensors, layer, gsuf, "global scale")
-    if dequant_direction:
-        gs = _reciprocal(layer + gsuf, "global scale", g)
-        notes.append("o_weight_global_scale = RN(1 / %s) = %s" % (_fmt_f32(g), _fmt_f32(gs)))
-    else:
-        gs = g
-        notes.append("o_weight_global_scale = %s carried bit for bit" % _fmt_f32(gs))
+    gs = _our_direction(layer + gsuf, "global scale", "o_weight_global_scale", g,
+                        dequant_direction, notes)
     a = _scalar(tensors, layer, isuf, "input scale", optional=True)
     if a is None:
         act = None
         notes.append("act_global_scale: calibration required (no %r)" % (layer + isuf))
-    elif dequant_direction:
-        act = _reciprocal(layer + isuf, "input scale", a)
-        notes.append("act_global_scale = RN(1 / %s) = %s" % (_fmt_f32(a), _fmt_f32(act)))
     else:
-        act = a
-        notes.append("act_global_scale = %s carried bit for bit" % _fmt_f32(act))
+        act = _our_direction(layer + isuf, "input scale", "act_global_scale", a,
+                             dequant_direction, notes)
     return ConvertedLayer(
         layer, fmt, np.ascontiguousarray(q), swizzle(linear), np.array([gs], dtype=np.float32),
         None if act is None else np.array([act], dtype=np.float32), n, k, notes)
