@@ -17,6 +17,10 @@ float EpilogueAlpha(float act_global_scale, float w_global_scale);
 //   out = bf16(f32(residual) + f32(t)).
 uint16_t EpilogueElement(float acc, float alpha, uint16_t gate, uint16_t residual);
 
+// The same from o (the low-rank branch's v of section 13 in its place): t = bf16(f32(gate) * o),
+// out = bf16(f32(residual) + f32(t)). EpilogueElement is o = acc * alpha, then this.
+uint16_t EpilogueFromO(float o, uint16_t gate, uint16_t residual);
+
 inline bool GateIndexInRange(int32_t gi, int64_t g) { return gi >= 0 && gi < g; }
 
 // One output row: for gate_index in [0, g) the formula above, otherwise out =
@@ -25,6 +29,10 @@ inline bool GateIndexInRange(int32_t gi, int64_t g) { return gi >= 0 && gi < g; 
 // before it is written).
 void EpilogueRow(const float* acc, float alpha, absl::Span<const uint16_t> gate, int64_t g,
                  int64_t n, int32_t gate_index, const uint16_t* residual, uint16_t* out);
+
+// EpilogueRow from o (or v) instead of acc: o: [n].
+void EpilogueRowFromO(const float* o, absl::Span<const uint16_t> gate, int64_t g, int64_t n,
+                      int32_t gate_index, const uint16_t* residual, uint16_t* out);
 
 }  // namespace h3
 

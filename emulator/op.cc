@@ -13,6 +13,7 @@
 #include "emulator/epilogue.h"
 #include "emulator/formats.h"
 #include "emulator/gemm.h"
+#include "emulator/quality.h"
 #include "emulator/quantize.h"
 #include "emulator/swizzle.h"
 
@@ -26,6 +27,7 @@ constexpr int64_t kRowChunk = 4096;
 struct Workspace {
   std::vector<float> w_deq, a_deq, acc;
   std::vector<uint8_t> q, sf;
+  std::vector<uint16_t> xs, l;  // smoothed activations, the branch's l (sections 12, 13)
 };
 
 template <typename T>
@@ -119,8 +121,15 @@ absl::Status ValidateOpOutputs(const OpShape& s, const OpOutputs& out) {
 }
 
 absl::Status RunOp(const OpInputs& in, const OpOutputs& out, GemmPath path) {
+  return RunOpQuality(in, QualityInputs{}, out, path);
+}
+
+absl::Status RunOpQuality(const OpInputs& in, const QualityInputs& quality, const OpOutputs& out,
+                          GemmPath path) {
   if (absl::Status st = ValidateOpInputs(in); !st.ok()) return st;
   if (absl::Status st = ValidateOpOutputs(in.shape, out); !st.ok()) return st;
+  int64_t rank = 0;
+  if (absl::Status st = ValidateQualityInputs(in.shape, quality, &rank); !st.ok()) return st;
   const OpShape& s = in.shape;
   if (s.m == 0) return absl::OkStatus();
 
@@ -162,10 +171,17 @@ absl::Status RunOp(const OpInputs& in, const OpOutputs& out, GemmPath path) {
       Grow(ws->sf, rows * (s.k / 16));
       sf = absl::MakeSpan(ws->sf.data(), rows * (s.k / 16));
     }
-    QuantizeRows(in.attn_out.subspan(r0 * s.k, rows * s.k), rows, s.k, in.act_global_scale, q, sf);
+    // x' of section 12: the smoothed rows when act_smooth is given, else attn_out itself.
+    const uint16_t* x = in.attn_out.data() + r0 * s.k;
+    if (!quality.act_smooth.empty()) {
+      Grow(ws->xs, rows * s.k);
+      SmoothRows(x, rows, s.k, quality.act_smooth, ws->xs.data());
+      x = ws->xs.data();
+    }
+    QuantizeRows(absl::MakeConstSpan(x, rows * s.k), rows, s.k, in.act_global_scale, q, sf);
     const BlockScaledMatrix a{rows, s.k, q, sf, ScaleLayout::kLinear};
     MatrixF32 exact_acc;
-    const float* acc;
+    float* acc;
     if (path == GemmPath::kFastF32) {
       DequantizeInto(a, ws->a_deq.data());
       GemmFastF32Into(ws->a_deq.data(), rows, ws->w_deq.data(), s.n, s.k, ws->acc.data());
@@ -177,6 +193,23 @@ absl::Status RunOp(const OpInputs& in, const OpOutputs& out, GemmPath path) {
     // residual and out may be the same buffer: raw pointers, row by row.
     const uint16_t* res = in.residual.data();
     uint16_t* dst = out.out.data();
+    if (rank > 0) {
+      // Section 13: o = acc * alpha, then v = o + l @ lora_up^T in place, then the epilogue on v.
+      for (int64_t i = 0; i < rows * s.n; ++i) {
+        volatile float o = acc[i] * alpha;
+        acc[i] = o;
+      }
+      Grow(ws->l, rows * rank);
+      LowRankDown(x, rows, s.k, quality.lora_down, rank, path, ws->l.data());
+      LowRankUpInto(ws->l.data(), rows, rank, quality.lora_up, s.n, path, acc);
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t m = r0 + r;
+        EpilogueRowFromO(acc + r * s.n, in.gate, s.g, s.n, in.gate_index[m], res + m * s.n,
+                         dst + m * s.n);
+      }
+      continue;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t m = r0 + r;
