@@ -133,11 +133,14 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
         return self
 
     @torch.no_grad()
-    def calibrate(self, sample):
-        """Sets act_global_scale = RN(2688 / amax(|sample|)); a bad sample is refused
-        (calibration.act_global_scale), at the cost of one host synchronization on a GPU."""
+    def calibrate(self, sample, headroom=1.0):
+        """Sets act_global_scale = RN(2688 / amax(|sample|)), divided by headroom (>= 1) when
+        given (calibration.act_global_scale: room above the sample's amax before UE4M3
+        saturates); a bad sample is refused, at the cost of one host synchronization on a
+        GPU."""
         self.act_global_scale.copy_(calibration.act_global_scale(
-            _sample_on(type(self).__name__, "sample", sample, self.act_global_scale.device)))
+            _sample_on(type(self).__name__, "sample", sample, self.act_global_scale.device),
+            headroom))
         return self
 
     def forward(self, x, residual, gate, gate_index, *, out=None):

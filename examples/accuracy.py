@@ -1,0 +1,173 @@
+"""NVFP4 accuracy of the op with and without its quality options (docs/contract.md sections
+12-13; issue 30 item 5): activation families through plain NVFP4, smoothing, a low-rank branch
+and both, and static activation scales at several headrooms, against bf16 and f32 references.
+
+    ./bazelw run //examples:accuracy -- --m 256            (CPU: the bit-exact emulator)
+    venv/bin/python examples/accuracy.py --device cuda --m 4096
+
+Families: gaussian; t(4) with log-normal channel scales and 0.5% outlier channels x30-60
+(issue 30's H200 check); a user's activations (`--activations X.npy`, [rows, K], its first half
+calibrates, its second is measured). The weight is a random [N, K] linear (`--weight W.npy` to
+use one). Each configuration's scales come from a calibration batch distinct from the measured
+one ("static", as a deployed layer has them); "dynamic" calibrates on the measured batch itself.
+Error: rel_l2 = ||y - ref|| / ||ref|| over the whole output, ref = x @ W^T of the bf16 operands
+rounded to bf16 (a bf16 linear) or kept in f32. The last line, for scripts:
+
+    accuracy: plain rel_l2 A smooth+lowrank32 rel_l2 B
+
+(the outlier family, static scales at the default headroom).
+"""
+
+import argparse
+import inspect
+import sys
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # the examples' convention: say what is missing, no traceback
+    sys.stderr.write("accuracy.py: error: torch is required (README.md \"Python\")\n")
+    sys.exit(1)
+
+from minimax_h3_nvfp4 import quality
+from minimax_h3_nvfp4.diffusion_ops import (minimax_h3_nvfp4_out_proj,
+                                            quantize_minimax_h3_o_weight_nvfp4)
+from minimax_h3_nvfp4 import calibration
+
+HEADROOMS = (1.0, 1.25, 1.5, 2.0)
+DEFAULT_HEADROOM = 1.0
+RANK = 32
+
+_OP_TAKES_OPTIONS = "act_smooth" in inspect.signature(minimax_h3_nvfp4_out_proj).parameters
+
+
+def family(name, rows, k, gen, device):
+    """(calibration batch, measured batch), bf16 [rows, k] each, same channel statistics."""
+    if name == "gaussian":
+        mk = lambda: torch.randn(rows, k, generator=gen)  # noqa: E731
+    else:
+        scale = torch.exp(torch.randn(k, generator=gen) * 0.5)
+        idx = torch.randperm(k, generator=gen)[:max(1, k // 200)]
+        scale[idx] *= 30 + 30 * torch.rand(len(idx), generator=gen)
+        t4 = torch.distributions.StudentT(torch.tensor(4.0))
+
+        def mk():
+            torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+            return t4.sample((rows, k)) * scale
+    return mk().to(torch.bfloat16).to(device), mk().to(torch.bfloat16).to(device)
+
+
+def act_scale(sample, headroom):
+    """RN(RN(2688 / amax) / headroom): the static scale with room above the calibrated amax."""
+    gs = calibration.act_global_scale(sample)
+    return (gs / torch.tensor(headroom, dtype=torch.float32, device=gs.device)).to(torch.float32)
+
+
+class Config:
+    """One way to run the layer: the op's operands for weight w [N, K] from a calibration
+    batch."""
+
+    def __init__(self, name, w, calib, smooth, rank):
+        self.name, self.rank = name, rank
+        self.act_smooth = quality.smoothing_factors(calib, w) if smooth else None
+        ws = quality.smooth_weight(w, self.act_smooth) if smooth else w.to(torch.float32)
+        self.lora = None
+        if rank:
+            down, up, ws = quality.lowrank_split(ws, rank)
+            self.lora = (down, up)
+        self.wq, self.wsf, self.wgs = quantize_minimax_h3_o_weight_nvfp4(ws)
+        self.calib = self.smoothed(calib)
+
+    def smoothed(self, x):
+        return x if self.act_smooth is None else quality.smooth_activations(x, self.act_smooth)
+
+    def run(self, x, act_gs):
+        n = self.wq.shape[0]
+        m = x.shape[0]
+        gate = torch.ones(1, n, dtype=torch.bfloat16, device=x.device)
+        gi = torch.zeros(m, dtype=torch.int32, device=x.device)
+        res = torch.zeros(m, n, dtype=torch.bfloat16, device=x.device)
+        # gate 1, residual 0: out = bf16(v), the projection as a bf16 linear returns it.
+        if _OP_TAKES_OPTIONS:
+            kw = {}
+            if self.act_smooth is not None:
+                kw["act_smooth"] = self.act_smooth
+            if self.lora is not None:
+                kw["lora_down"], kw["lora_up"] = self.lora
+            return minimax_h3_nvfp4_out_proj(x, self.wq, self.wsf, self.wgs, act_gs, gate, gi,
+                                             res, **kw)
+        # Before the op took the options: sections 12-13 around the plain op (x' exact; the
+        # branch added after o's bf16 rounding, one rounding more than the contract's).
+        xs = self.smoothed(x)
+        y = minimax_h3_nvfp4_out_proj(xs, self.wq, self.wsf, self.wgs, act_gs, gate, gi, res)
+        if self.lora is not None:
+            down, up = self.lora
+            lo = (xs.float() @ down.float().t()).to(torch.bfloat16)
+            y = (y.float() + lo.float() @ up.float().t()).to(torch.bfloat16)
+        return y
+
+
+def rel_l2(y, ref):
+    d = (y.double() - ref.double()).norm()
+    return float(d / ref.double().norm())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--m", type=int, default=256, help="measured rows (tokens)")
+    p.add_argument("--n", type=int, default=5376)
+    p.add_argument("--k", type=int, default=7168)
+    p.add_argument("--seed", type=int, default=30)
+    p.add_argument("--activations", help="a user's activations, .npy [rows, K]")
+    p.add_argument("--weight", help="a weight, .npy [N, K] (default: random)")
+    a = p.parse_args(argv)
+    dev = torch.device(a.device)
+    gen = torch.Generator().manual_seed(a.seed)
+    if a.weight:
+        w = torch.from_numpy(np.load(a.weight).astype(np.float32)).to(torch.bfloat16)
+        a.n, a.k = w.shape
+    else:
+        w = (torch.randn(a.n, a.k, generator=gen) / a.k ** 0.5).to(torch.bfloat16)
+    w = w.to(dev)
+    fams = ["gaussian", "outlier"]
+    user = None
+    if a.activations:
+        u = torch.from_numpy(np.load(a.activations).astype(np.float32)).to(torch.bfloat16)
+        half = u.shape[0] // 2
+        user = (u[:half].to(dev), u[half:].to(dev))
+        fams.append("user")
+    print("accuracy: M = %d, N = %d, K = %d, device %s, branch %s" % (
+        a.m, a.n, a.k, a.device, "in the op" if _OP_TAKES_OPTIONS else
+        "outside the op (the op does not take the options yet)"))
+    print("%-9s %-20s %-9s %12s %12s" % ("family", "config", "scale", "rel_l2 bf16",
+                                          "rel_l2 f32"))
+    headline = {}
+    for fam in fams:
+        calib, x = user if fam == "user" else family(fam, a.m, a.k, gen, dev)
+        ref32 = x.float() @ w.float().t()
+        ref16 = ref32.to(torch.bfloat16)
+        configs = [Config("plain", w, calib, False, 0), Config("smooth", w, calib, True, 0),
+                   Config("lowrank%d" % RANK, w, calib, False, RANK),
+                   Config("smooth+lowrank%d" % RANK, w, calib, True, RANK)]
+        for c in configs:
+            scales = [("static %.3g" % h, act_scale(c.calib, h), h) for h in HEADROOMS]
+            scales.append(("dynamic", act_scale(c.smoothed(x), 1.0), None))
+            for label, gs, h in scales:
+                if h not in (DEFAULT_HEADROOM, None) and c.name not in ("plain",
+                                                                         "smooth+lowrank32"):
+                    continue
+                y = c.run(x, gs)
+                e16, e32 = rel_l2(y, ref16), rel_l2(y, ref32)
+                print("%-9s %-20s %-12s %9.4f %12.4f" % (fam, c.name, label, e16, e32))
+                if h == DEFAULT_HEADROOM:
+                    headline[(fam, c.name)] = e16
+        sys.stdout.flush()
+    print("accuracy: plain rel_l2 %.4f smooth+lowrank32 rel_l2 %.4f"
+          % (headline[("outlier", "plain")], headline[("outlier", "smooth+lowrank32")]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
