@@ -4,7 +4,7 @@
 // The contract's scalar number formats (docs/contract.md section 2), decoded exactly: bf16,
 // E2M1 and (U)E4M3 to f32, and the format constants. Host and device: the emulator and the
 // kernels read the same definitions. The rounding conversions (f32 -> bf16 / E2M1 / E4M3) are the
-// emulator's (emulator/formats.h) and the kernels' (kernels/quantize.cuh) to write, each in the
+// emulator's (emulator/formats.h) and the kernels' (kernels/device/quantize.cuh) to write, each in the
 // way its target allows, and are held to each other bit for bit by the tests.
 
 #include <cstdint>

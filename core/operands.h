@@ -8,7 +8,7 @@
 //
 // What the table derives, so that a new row needs no other edit to be carried and checked:
 // OperandSet (the host-side operands with their shapes), the C ABI's H3OutProjArgs fields
-// (python/native/capi.h), the kernel's parameters (kernels/params.h) and their copy, the
+// (python/native/capi.h), the kernel's parameters (kernels/device/params.h) and their copy, the
 // Python mirror (python/gen_operands.py), and every check below with its words.
 
 #include <cstdint>

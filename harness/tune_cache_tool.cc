@@ -1,4 +1,4 @@
-// The tuning cache (kernels/tune_cache.h) from the command line, in a process of its own: the
+// The tuning cache (kernels/tuning/tune_cache.h) from the command line, in a process of its own: the
 // C++ reader, writer and heuristic that python/tests/tuning_binding_test.py holds Python's
 // answers (the library through the C ABI) and files (Python's `tune` writer) to, on the CPU:
 //
@@ -16,8 +16,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "kernels/tiles.h"
-#include "kernels/tune_cache.h"
+#include "kernels/device/tiles.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace h3 {
 namespace {

@@ -23,13 +23,13 @@
 #include "core/cuda_diagnosis.h"
 #include "core/global_scale.h"
 #include "core/scale_layout.h"
-#include "kernels/kernel_set.h"
+#include "kernels/device/kernel_set.h"
 #include "kernels/out_proj_internal.h"
-#include "kernels/params.h"
-#include "kernels/ready_flags.h"  // ReadyFlagWords
-#include "kernels/stall.h"
+#include "kernels/device/params.h"
+#include "kernels/device/ready_flags.h"  // ReadyFlagWords
+#include "kernels/device/stall.h"
 #include "kernels/stall_host.h"
-#include "kernels/tiles.h"
+#include "kernels/device/tiles.h"
 
 namespace h3 {
 namespace {

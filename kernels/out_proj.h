@@ -11,7 +11,7 @@
 //
 // Concurrency and CUDA graphs: each call has its own ready-flag workspace (the words through which
 // the quantizer warps tell the load warps that an m-tile of act_q/act_sf is complete; see
-// kernels/ready_flags.h). The caller passes it (OutProjArgs::ready_flags) or the op allocates it
+// kernels/device/ready_flags.h). The caller passes it (OutProjArgs::ready_flags) or the op allocates it
 // stream-ordered (cudaMallocAsync / cudaFreeAsync on `stream`); either way the op zeroes it with
 // cudaMemsetAsync on `stream` before the launch (unless the caller says it is zero already:
 // OutProjArgs::ready_flags_zeroed), and the kernel leaves it zero. Nothing is shared between
@@ -31,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "core/operands.h"
 #include "core/shape.h"
-#include "kernels/granularity.h"  // kOutProjNMultiple, kOutProjKMultiple, kOutProjTileM
-#include "kernels/tiles.h"        // OutProjTile, the tile-config registry
+#include "kernels/device/granularity.h"  // kOutProjNMultiple, kOutProjKMultiple, kOutProjTileM
+#include "kernels/device/tiles.h"        // OutProjTile, the tile-config registry
 
 namespace h3 {
 
@@ -60,7 +60,7 @@ struct OutProjArgs : OperandSet {
   // wrote, ready_flags.h), so a buffer zeroed by a successful call with m > 0 and then used only
   // by this op's calls on one stream qualifies (a call with m == 0 touches nothing: it zeroes
   // nothing either). Needs ready_flags. A buffer that is not zero makes the kernel wrong or
-  // stall (bounded: it traps, kernels/stall.h); after any failed call, zero it again.
+  // stall (bounded: it traps, kernels/device/stall.h); after any failed call, zero it again.
   bool ready_flags_zeroed = false;
   Sm90Emulation sm90_emulation = Sm90Emulation::kFaithful;  // sm_90 only, see above
   // The SM120 kernel's tile config (sm_120f, and the faithful sm_90 emulation of it; the fast
@@ -69,7 +69,7 @@ struct OutProjArgs : OperandSet {
   // synchronizing: the tuning cache's winner for this device, N, K and M's bucket (the file
   // Python's tune and the bench's --write_tune_cache write: $MINIMAX_H3_NVFP4_TUNE_CACHE, else
   // ~/.cache/minimax_h3_nvfp4/tune.json, read once per process), else a heuristic
-  // (kernels/tune_cache.h). A cache that is corrupt or of another version is ignored with one
+  // (kernels/tuning/tune_cache.h). A cache that is corrupt or of another version is ignored with one
   // warning on stderr.
   OutProjTile tile = OutProjTile::kAuto;
 };
@@ -90,7 +90,7 @@ absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream,
 // Bytes of the per-call ready-flag workspace for m rows (a multiple of 16).
 int64_t OutProjReadyFlagBytes(int64_t m);
 
-// Every wait in the kernel is bounded (kernels/stall.h): past MINIMAX_H3_NVFP4_WAIT_LIMIT_MS
+// Every wait in the kernel is bounded (kernels/device/stall.h): past MINIMAX_H3_NVFP4_WAIT_LIMIT_MS
 // (default 60 s in release builds, 10 s with assertions on) the kernel records which CTA, warp
 // role, tile, barrier or ready flag it waited on, and traps: a hang becomes an error. In
 // CheckMode::kChecked the error message carries that record; in kAsync mode the fault shows at

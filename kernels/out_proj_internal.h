@@ -11,21 +11,21 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/kernel_set.h"
+#include "kernels/device/kernel_set.h"
 #include "kernels/out_proj.h"
-#include "kernels/stall.h"
+#include "kernels/device/stall.h"
 
 namespace h3::internal {
 
 absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode,
                         const kernels::KernelSet& kernels);
 
-// The current context's stall report (kernels/stall.h) as the kernel wrote it, if one was written:
+// The current context's stall report (kernels/device/stall.h) as the kernel wrote it, if one was written:
 // the stall test checks its fields (OutProjStallStatus gives the same as a message).
 std::optional<kernels::StallReport> OutProjStallReport();
 
 // The config a call with `args` (of `dims`, validated) runs on the current device: args.tile, or for kAuto the tuning
-// cache's choice (kernels/tune_cache.h; the file is read at the process's first kAuto call).
+// cache's choice (kernels/tuning/tune_cache.h; the file is read at the process's first kAuto call).
 // The host API's own choice (out_proj_tile.cc): after the first call of a (device, shape), a
 // lock and a map lookup; nothing enqueued, nothing synchronized (capturable). Tests read it too:
 // which config kAuto picked is not observable in the output.

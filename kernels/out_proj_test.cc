@@ -82,7 +82,7 @@ struct Case {
   bool weight_scale_on_device;
 };
 
-// kAuto, then every other config of the registry (kernels/tiles.h): each test case runs with
+// kAuto, then every other config of the registry (kernels/device/tiles.h): each test case runs with
 // every config of the SM120 kernel.
 std::vector<OutProjTile> EveryTile() {
   std::vector<OutProjTile> tiles = {OutProjTile::kAuto};

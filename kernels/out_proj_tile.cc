@@ -1,5 +1,5 @@
 // tile = kAuto resolved on the host per call: the tuning cache's winner, else the heuristic
-// (kernels/tune_cache.h), for the current device.
+// (kernels/tuning/tune_cache.h), for the current device.
 
 #include <cuda_runtime.h>
 
@@ -17,12 +17,12 @@
 #include "absl/status/statusor.h"
 #include "kernels/out_proj.h"
 #include "kernels/out_proj_internal.h"
-#include "kernels/tiles.h"
-#include "kernels/tune_cache.h"
+#include "kernels/device/tiles.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace h3::internal {
 
-// The config kAuto runs on the current device (kernels/tune_cache.h): the process's tuning cache
+// The config kAuto runs on the current device (kernels/tuning/tune_cache.h): the process's tuning cache
 // (ProcessTuneCache, which Python's tile="auto" asks too) for this device, shape and M, else the
 // heuristic. The cache file is read at the first kAuto call of the process, each device's
 // properties are asked once; after that a call costs a lock and a few map lookups. Nothing here

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "kernels/stall.h"
+#include "kernels/device/stall.h"
 
 namespace h3::kernels {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "kernels/stall.h"
+#include "kernels/device/stall.h"
 
 namespace h3::kernels {
 

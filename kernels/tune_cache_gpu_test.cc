@@ -1,4 +1,4 @@
-// OutProjTile::kAuto on a GPU with a tuning cache for this device (kernels/tune_cache.h): the
+// OutProjTile::kAuto on a GPU with a tuning cache for this device (kernels/tuning/tune_cache.h): the
 // process's first call, captured into a CUDA graph, reads the cache without invalidating the
 // capture and runs the config the cache names for M's bucket; other shapes and the fast sm_90
 // build fall back to the heuristic. Its own binary: the cache is read once per process.
@@ -20,7 +20,7 @@
 #include "harness/testbed/rows.h"
 #include "kernels/out_proj.h"
 #include "kernels/out_proj_internal.h"
-#include "kernels/tune_cache.h"
+#include "kernels/tuning/tune_cache.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3 {

@@ -1,7 +1,7 @@
 // The benchmark's own device code: input generation, the standalone gated-residual epilogue of the
 // unfused baselines, and the scale swizzle cuBLASLt's NVFP4 GEMM needs. Host-callable launchers
 // only (no device code in this header), so plain C++ includes it. The quantize baseline is the
-// kernel's own standalone quantizer (kernels/quantize_kernel.h), not a kernel of this file.
+// kernel's own standalone quantizer (kernels/launch/quantize_kernel.h), not a kernel of this file.
 
 #ifndef H3_HARNESS_BENCH_BENCH_KERNELS_CUH_
 #define H3_HARNESS_BENCH_BENCH_KERNELS_CUH_

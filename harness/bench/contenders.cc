@@ -10,8 +10,8 @@
 #include "harness/bench/checks.h"
 #include "harness/bench/timing_variants.h"
 #include "kernels/out_proj_internal.h"
-#include "kernels/quantize_kernel.h"
-#include "kernels/tiles.h"
+#include "kernels/launch/quantize_kernel.h"
+#include "kernels/device/tiles.h"
 
 namespace h3::bench {
 namespace {
@@ -170,7 +170,7 @@ std::string FusedRowName(OutProjTile tile, const char* suffix = "") {
       suffix);
 }
 
-// Every config of the registry (kernels/tiles.h), all timed: SM120 owners see which is faster on
+// Every config of the registry (kernels/device/tiles.h), all timed: SM120 owners see which is faster on
 // their part. `fused` is the registry's first, named: kAuto would follow the tuning cache.
 template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {

@@ -1,7 +1,7 @@
 // What the fused op is timed against, in the same run, at the MiniMax-H3 shape:
 //
 //   copy           cudaMemcpyAsync D2D of attn_out: the measured bandwidth roofline
-//   quantize       the kernel's own standalone quantizer (kernels/quantize_kernel.h), NVFP4
+//   quantize       the kernel's own standalone quantizer (kernels/launch/quantize_kernel.h), NVFP4
 //   block-16 bf16_gemm      cuBLASLt bf16 GEMM alone, as PyTorch's `x @ w.T` calls it (tuned,
 //   cublas_lt.h) bf16_unfused   that GEMM (bf16 out) + the standalone epilogue kernel
 //   (bench_kernels.cuh) nvfp4_unfused  the kernel's quantizer + a swizzle of the activation scales
@@ -45,7 +45,7 @@ struct Contender {
   absl::Status (*check)(BenchContext& ctx, const Inputs& in);
   // Enqueues one call on `set`, asynchronously, on ctx.stream().
   absl::Status (*enqueue)(BenchContext& ctx, const Inputs& in, const RotationSet& set);
-  // The registry config (kernels/tiles.h) it times whole, by name: what --write_tune_cache
+  // The registry config (kernels/device/tiles.h) it times whole, by name: what --write_tune_cache
   // chooses among; nullptr for the baselines and the timing-only variants.
   const char* tile;
 };

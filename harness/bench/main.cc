@@ -8,7 +8,7 @@
 //
 // --write_tune_cache[=PATH] also records, per M, the fastest registry config (median of its timed
 // calls, among those whose check passed) in the tuning cache that OutProjTile::kAuto and
-// Python's tile="auto" read (kernels/tune_cache.h; without PATH: $MINIMAX_H3_NVFP4_TUNE_CACHE,
+// Python's tile="auto" read (kernels/tuning/tune_cache.h; without PATH: $MINIMAX_H3_NVFP4_TUNE_CACHE,
 // else ~/.cache/minimax_h3_nvfp4/tune.json), as `python -m minimax_h3_nvfp4 tune` does.
 //
 // Statically linked but for libc/libstdc++ and the NVIDIA driver; cuBLASLt is loaded at run time
@@ -35,7 +35,7 @@
 #include "harness/bench/tune_winners.h"
 #include "harness/int_list_flag.h"
 #include "kernels/out_proj.h"
-#include "kernels/tune_cache.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace h3 {
 

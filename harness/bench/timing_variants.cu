@@ -2,11 +2,11 @@
 
 #include <cstdint>
 
-#include "kernels/epilogue_policy.cuh"
-#include "kernels/launch.cuh"
-#include "kernels/params.h"
-#include "kernels/variant.cuh"
-#include "kernels/warp_acc.cuh"
+#include "kernels/device/epilogue_policy.cuh"
+#include "kernels/launch/launch.cuh"
+#include "kernels/device/params.h"
+#include "kernels/device/variant.cuh"
+#include "kernels/device/warp_acc.cuh"
 
 namespace h3::bench {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 // would not do: it keeps values alive in NVVM, but the PTX it leaves has no use of them).
 __device__ uint32_t g_fold_sink;
 
-// An epilogue policy (kernels/epilogue_policy.cuh) that writes nothing. At the tile's last access
+// An epilogue policy (kernels/device/epilogue_policy.cuh) that writes nothing. At the tile's last access
 // Apply folds every accumulator of the tile into one word and stores it only if it equals a
 // constant: a branch ptxas cannot prove dead and the data about never takes (p = 2^-32 per warp
 // tile and thread). So the MMAs stay live, nothing is stored in place of the epilogue, and `out`

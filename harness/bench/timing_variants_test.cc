@@ -14,7 +14,7 @@
 #include "harness/testbed/problem.h"
 #include "kernels/out_proj.h"
 #include "kernels/out_proj_internal.h"
-#include "kernels/tiles.h"
+#include "kernels/device/tiles.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3::bench {

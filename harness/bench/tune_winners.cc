@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/tiles.h"
-#include "kernels/tune_cache.h"
+#include "kernels/device/tiles.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace h3::bench {
 

@@ -1,5 +1,5 @@
 // The bench's --write_tune_cache: from the times of the registry configs it ran at each M, the
-// winners that kernels/tune_cache.h records (the file Python's tile="auto" and C++'s kAuto read).
+// winners that kernels/tuning/tune_cache.h records (the file Python's tile="auto" and C++'s kAuto read).
 // CPU code, tested on its own (tune_winners_test.cc).
 
 #ifndef H3_HARNESS_BENCH_TUNE_WINNERS_H_
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/tune_cache.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace h3::bench {
 

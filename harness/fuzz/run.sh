@@ -4,7 +4,7 @@
 # timeout or sanitizer report; prints the execution count.
 #   harness/fuzz/run.sh [SECONDS] [npy|tune_cache]
 # npy (the default): the .npy reader (npy_fuzzer.cc + harness/npy*.cc), seeds in corpus/.
-# tune_cache: the tuning cache's reader and writer (tune_cache_fuzzer.cc + kernels/tune_cache.cc
+# tune_cache: the tuning cache's reader and writer (tune_cache_fuzzer.cc + kernels/tuning/tune_cache.cc
 # over nlohmann-json), seeds in corpus_tune_cache/.
 # On a fresh Debian 12 machine it installs clang, the compiler-rt runtimes and pkg-config
 # (as root; otherwise it prints the apt-get command and stops). Abseil comes from libabsl-dev and
@@ -17,7 +17,7 @@ target=${2:-npy}
 case $target in
   npy) sources=(harness/fuzz/npy_fuzzer.cc harness/npy.cc harness/npy_write.cc)
        dict=harness/fuzz/npy.dict; seeds=harness/fuzz/corpus; max_len=4096 ;;
-  tune_cache) sources=(harness/fuzz/tune_cache_fuzzer.cc kernels/tune_cache.cc)
+  tune_cache) sources=(harness/fuzz/tune_cache_fuzzer.cc kernels/tuning/tune_cache.cc)
        dict=harness/fuzz/tune_cache.dict; seeds=harness/fuzz/corpus_tune_cache; max_len=8192 ;;
   *) echo "fuzz: TARGET must be npy or tune_cache, got '$target'" >&2; exit 2 ;;
 esac

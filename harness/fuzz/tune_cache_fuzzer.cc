@@ -1,4 +1,4 @@
-// libFuzzer target for the tuning cache's reader and writer (kernels/tune_cache.h over
+// libFuzzer target for the tuning cache's reader and writer (kernels/tuning/tune_cache.h over
 // nlohmann-json): any file a user's cache directory may hold. Parses the input as a cache,
 // resolves kAuto for a few devices and M values, lists its rows; then records a winner over the
 // input as an old file (the writer keeps what it can of it) and reads the result back, which must
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "kernels/tune_cache.h"
+#include "kernels/tuning/tune_cache.h"
 
 namespace {
 

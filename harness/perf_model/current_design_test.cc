@@ -1,5 +1,5 @@
 // The model's description of today's kernel is the kernel's config, field by field, and its
-// built default (BuiltDesigns()[0], the headline's design) is the registry's (kernels/tiles.h).
+// built default (BuiltDesigns()[0], the headline's design) is the registry's (kernels/device/tiles.h).
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include "harness/perf_model/model.h"
 #include "harness/perf_model/reading.h"
-#include "kernels/config.cuh"
-#include "kernels/tiles.h"
+#include "kernels/device/config.cuh"
+#include "kernels/device/tiles.h"
 
 namespace h3::perf_model {
 namespace {

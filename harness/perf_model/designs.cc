@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "harness/perf_model/model.h"
-#include "kernels/work_units.h"
+#include "kernels/device/work_units.h"
 
 namespace h3::perf_model {
 
@@ -39,12 +39,12 @@ Design V1Design() {
 }
 
 Design Current128Design() {
-  // kernels/config.cuh Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>
+  // kernels/device/config.cuh Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>
   // (the tile OutProjTile::k128x128 picks): V1Design() with kBK = 128 x 4 stages, the
   // activation-scale TMA box [128][16 B] loaded every other stage into 3 slots, the first wave's
   // rows quantized k-chunk by k-chunk (work_units.h); ptxas sm_120f: 144 registers, 0 spills.
   Design d = V1Design();
-  // Epilogue (kernels/epilogue.cuh): residual rows prefetched to L2 by the load warp during the
+  // Epilogue (kernels/device/epilogue.cuh): residual rows prefetched to L2 by the load warp during the
   // main loop, t = bf16(gate * o) computed first (gate read from global, not staged in shared
   // memory), then the residual read in batches of 32 words per thread before their stores;
   // cvt.rn.bf16x2.f32 packs (~16 instructions per pair, an estimate, not a SASS count).
@@ -63,7 +63,7 @@ Design Current128Design() {
 }
 
 Design CurrentLockstepDesign() {
-  // kernels/config.cuh Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
+  // kernels/device/config.cuh Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
   // (tiles.h's 128x256_lockstep, the default): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
   // setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows quantized k-chunk by
   // k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue as in
@@ -80,7 +80,7 @@ Design CurrentLockstepDesign() {
 }
 
 Design CurrentDesign() {
-  // kernels/config.cuh Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4,
+  // kernels/device/config.cuh Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4,
   // SkewedSchedule> (tiles.h's 128x256): CurrentLockstepDesign() with skewed groups, the two
   // warpgroups owning the tile's N halves (2 x 2 warps of 64 x 64 each) on a shared 4-stage A
   // ring and a 3-stage B ring each; the trailer starts each tile 3 stages behind

@@ -26,7 +26,7 @@ void PrintH200Calibration(const Hardware& h) {
   };
   const Measured kQuantMeasured[] = {{4096, 3245.34}, {16384, 3739.43}, {75856, 3885.49}};
   std::printf(
-      "1. standalone quantize kernel (kernels/quantize_kernel.cu, K = 7168): predicted at issue "
+      "1. standalone quantize kernel (kernels/launch/quantize_kernel.cu, K = 7168): predicted at issue "
       "efficiency 1.0 and 0.8, vs measured "
       "(harness/bench/results/h200_2026-11-30_s10_faithful.csv)\n"
       "   calibrates: quant_instr_per_block x issue efficiency (SM120: 230 SASS instr/block, "

@@ -161,7 +161,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
                      : 0;
   const double omma_w = d.MFrags() * d.NFrags() * d.KSteps();
   const double ldsm_w = (d.MFrags() + d.NFrags() / 2.0) * d.KSteps();
-  // Scale LDS per warp and stage, as kernels/mainloop.cuh (LoadStageScales) loads them: a row's
+  // Scale LDS per warp and stage, as kernels/device/mainloop.cuh (LoadStageScales) loads them: a row's
   // activation words of a stage are adjacent in its 16-byte slot (SfaOffset: +4 B per k-step),
   // one LDS.64/128 per m fragment; the weight words of n fragments j and j + 4 are adjacent
   // (SfbFragOffset), one LDS.64 per pair and k-step in a 64-wide warp tile (8 n fragments), else

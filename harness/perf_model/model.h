@@ -150,7 +150,7 @@ struct Design {
   QuantOrder quant_order = QuantOrder::kRoundRobinRows;
   int quant_rows_per_unit = 4;
   int quant_depth = 4;  // 16-element blocks in flight per quantizer lane
-  // kFirstWaveKChunks: k-elements per ready chunk as a function of K (kernels/work_units.h:
+  // kFirstWaveKChunks: k-elements per ready chunk as a function of K (kernels/device/work_units.h:
   // at most 8 chunks); nullptr = one pipeline stage (bk).
   int (*quant_chunk_elems)(int k) = nullptr;
   Schedule schedule = Schedule::kStatic;
@@ -162,7 +162,7 @@ struct Design {
   double epilogue_instr_per_pair = 36;
   // kSerialL2Prefetch / kPingPong / kSmemStaged: gate_index and the tile's gate columns TMA'd to
   // shared memory per tile by the load warp; false: read from global by the consumers (one more
-  // L2 round trip per tile, no shared memory), as kernels/epilogue.cuh does.
+  // L2 round trip per tile, no shared memory), as kernels/device/epilogue.cuh does.
   bool gate_in_smem = true;
   // Bytes per lane of the epilogue's global accesses from the MMA C layout: 4 (one bf16 pair,
   // StoreTile<..., 1>) or 16 (four pairs after a quad transpose, StoreTile<..., 4>). Each warp access
@@ -183,15 +183,15 @@ struct Design {
   int Threads() const { return 32 * Warps(); }
 };
 
-// The kernel's built configs, numbers copied from kernels/config.cuh, kernels/out_proj_kernel.cuh
-// and kernels/epilogue.cuh (not included from there: current_design_test checks them field by
+// The kernel's built configs, numbers copied from kernels/device/config.cuh, kernels/device/out_proj_kernel.cuh
+// and kernels/device/epilogue.cuh (not included from there: current_design_test checks them field by
 // field). The skewed 128x256 config (Sm120Config128x256Skewed, tile "128x256").
 Design CurrentDesign();
 // The same tile with both consumer warpgroups in step (Sm120Config128x256Lockstep, tile
 // "128x256_lockstep"): the registry's default (BuiltDesigns()[0], reading.h), and what the H200
 // epilogue measurements of 2026-11-30 timed.
 Design CurrentLockstepDesign();
-// The alternative tile of today's kernel (kernels/config.cuh Sm120Config128x128Lockstep).
+// The alternative tile of today's kernel (kernels/device/config.cuh Sm120Config128x128Lockstep).
 Design Current128Design();
 // The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
 // calibration against NOTES.md's hand arithmetic, and the ladder's first step.
@@ -317,7 +317,7 @@ struct Calibration {
 };
 Calibration CalibrateToGemmAnchor(const Hardware& hw);
 
-// The quantizer on its own (the standalone kernel of kernels/quantize_kernel.cu: one 16-element
+// The quantizer on its own (the standalone kernel of kernels/launch/quantize_kernel.cu: one 16-element
 // block per thread, 256-thread blocks, full occupancy): predicted seconds and the bench's GB/s
 // ((2 + 1/2 + 1/16) bytes per element / time), for the H200 calibration.
 struct QuantizeStandalone {

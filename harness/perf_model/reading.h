@@ -61,7 +61,7 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
                                                       const std::vector<int64_t>& ms,
                                                       const UncertaintyOptions& options);
 
-// The built configs in kernels/tiles.h's order: the default first (CurrentLockstepDesign()),
+// The built configs in kernels/device/tiles.h's order: the default first (CurrentLockstepDesign()),
 // then the skewed (CurrentDesign()) and the 128x128 (Current128Design()) ones.
 // current_design_test checks the first against the registry's default config.
 std::vector<Design> BuiltDesigns();

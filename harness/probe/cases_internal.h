@@ -26,7 +26,7 @@ constexpr uint8_t kCNeg = 0x8;   // e2m1 sign bit
 
 // What the ignored scale lanes hold (SFA: l % 4 in {2, 3}; SFB: l % 4 != 0).
 enum class Unused {
-  kReplicate,  // row g / column g, as the kernel fills them (kernels/fragment_math.h)
+  kReplicate,  // row g / column g, as the kernel fills them (kernels/device/fragment_math.h)
   kPoison,     // byte 0x10 + lane in all four bytes: distinct, non-NaN, below 1.0
   kNaN,        // 0x7F in all four bytes
 };

@@ -2,7 +2,7 @@
 #define H3_HARNESS_PROBE_LITMUS_H_
 
 // The proxy-fence litmus of the probe (probe_kernels.cu RunProxyLitmus): the ready-flag hand-off
-// of kernels/ready_flags.h in isolation - generic stores, release, acquire across CTAs, then a
+// of kernels/device/ready_flags.h in isolation - generic stores, release, acquire across CTAs, then a
 // cp.async.bulk read (the async proxy) - run with and without its two proxy fences, counting the
 // words the bulk copy read stale. The product always fences; the counts tell whether this
 // hardware shows the race the fences close (the H200 shows none even unfenced: a zero is no

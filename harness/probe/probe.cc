@@ -226,7 +226,7 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
     v.push_back(absl::StrCat("LAYOUT BUG in ", absl::StrJoin(bad[0], ", "),
                              ": the instruction does not read/write these operands where "
                              "docs/contract.md section 7 says (see the failures above); fix "
-                             "kernels/fragment_math.h / the contract's table before reading the "
+                             "kernels/device/fragment_math.h / the contract's table before reading the "
                              "precision results, which assume the layout"));
     const bool a_bad = !Group(rep.groups, "A").ok(), b_bad = !Group(rep.groups, "B").ok();
     if (a_bad && b_bad) {
@@ -252,7 +252,7 @@ Report Judge(const ProbeCases& cases, const DeviceResults& results, const JudgeO
   if (rep.protocol_broken) {
     v.push_back(
         "READY-FLAG PROTOCOL BROKEN: the proxy-fence litmus read stale data with both fences in "
-        "place (kernels/ready_flags.h); results of the fused kernel cannot be trusted here");
+        "place (kernels/device/ready_flags.h); results of the fused kernel cannot be trusted here");
   }
   if (v.empty()) {
     v.push_back(

@@ -35,7 +35,7 @@ absl::StatusOr<DeviceResults> RunOnCurrentDevice(const ProbeCases& cases) {
   r.device_code = r.native
                       ? absl::StrFormat(
                             "sm_%d kernel image: the NATIVE mma.sync ... kind::mxf4nvf4 "
-                            "block_scale (kernels/mma.cuh) and cvt.rn.satfinite.e2m1x2.f32",
+                            "block_scale (kernels/device/mma.cuh) and cvt.rn.satfinite.e2m1x2.f32",
                             arch / 10)
                       : absl::StrFormat(
                             "sm_%d kernel image: the sm_90a VALIDATION build - the block-scaled "

@@ -1,7 +1,7 @@
 #include "harness/probe/probe_kernels.cuh"
-#include "kernels/targets.cuh"
-#include "kernels/ptx.cuh"
-#include "kernels/quantize.cuh"
+#include "kernels/launch/targets.cuh"
+#include "kernels/device/ptx.cuh"
+#include "kernels/device/quantize.cuh"
 
 namespace h3::probe {
 namespace {

@@ -16,7 +16,7 @@
 
 namespace h3::sweep {
 
-// M of one kernel tile (kernels/config.cuh kBM; harness/testbed/gpu_run.cc checks it).
+// M of one kernel tile (kernels/device/config.cuh kBM; harness/testbed/gpu_run.cc checks it).
 inline constexpr int64_t kTileM = testbed::kTileM;
 // Tiles after which every CTA of the persistent grid has taken a second tile: more N tiles
 // times M tiles than SMs on any target (H200: 132, RTX 5090: 170) once M >= 8 tiles at the

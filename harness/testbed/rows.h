@@ -9,7 +9,7 @@
 
 namespace h3::testbed {
 
-// M of one kernel tile (kernels/config.cuh kBM): the sampler always takes the first tile edge.
+// M of one kernel tile (kernels/device/config.cuh kBM): the sampler always takes the first tile edge.
 // Kept here so the sampler and its users stay CPU-only; gpu_run.cc static_asserts that it equals
 // the kernel's.
 inline constexpr int64_t kTileM = 128;

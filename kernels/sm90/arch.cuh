@@ -2,17 +2,17 @@
 #define H3_KERNELS_SM90_ARCH_CUH_
 
 // Hopper validation only: the sm_90a architecture policy of the fused kernel (the SM120 one is
-// kernels/arch.cuh; kernels/targets.cuh registers both). It runs the SM120 kernel's own code with
+// kernels/device/arch.cuh; kernels/launch/targets.cuh registers both). It runs the SM120 kernel's own code with
 // the two instructions sm_90 lacks replaced by exact emulations: the block-scaled mma.sync
 // (mma_emulated.cuh) and the e2m1 conversion (cvt_emulated.h), plus a faster exact quantizer
 // path; its f32 accumulators hold acc * 2^-16 (kEmuAccScale), undone before the epilogue.
 
 #include <cstdint>
 
-#include "kernels/quantize.cuh"
+#include "kernels/device/quantize.cuh"
 #include "kernels/sm90/cvt_emulated.h"
 #include "kernels/sm90/mma_emulated.cuh"
-#include "kernels/warp_acc.cuh"
+#include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels::sm90 {
 

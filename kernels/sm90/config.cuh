@@ -3,14 +3,14 @@
 
 // Hopper validation only: the config and shared memory of the fast sm_90 kernel
 // (sm90/fast_kernel.cuh, Sm90Emulation::kFast). The faithful sm_90 build runs the SM120 configs
-// themselves (kernels/tiles.h).
+// themselves (kernels/device/tiles.h).
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/config.cuh"
-#include "kernels/rings.cuh"
+#include "kernels/device/config.cuh"
+#include "kernels/device/rings.cuh"
 
 namespace h3::kernels::sm90 {
 

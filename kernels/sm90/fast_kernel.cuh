@@ -2,7 +2,7 @@
 #define H3_KERNELS_SM90_FAST_KERNEL_CUH_
 
 // Hopper validation only: the fast sm_90 kernel (Sm90Emulation::kFast). The SM120 kernel's
-// producers (loader, quantizer: kernels/producers.cuh) and epilogue with the Sm90Emulated policy,
+// producers (loader, quantizer: kernels/device/producers.cuh) and epilogue with the Sm90Emulated policy,
 // and its own consumer loop: each k-step's tiles dequantized into registers and a shared staging
 // tile and multiplied by wgmma (staged_mainloop.cuh). Exact to the same contract; its consumer
 // loop is NOT the SM120 one (the faithful build runs that).
@@ -11,17 +11,17 @@
 
 #include <cstdint>
 
-#include "kernels/epilogue_policy.cuh"
-#include "kernels/out_proj_kernel.cuh"
-#include "kernels/params.h"
-#include "kernels/producers.cuh"
-#include "kernels/rings.cuh"
-#include "kernels/scheduler.cuh"
-#include "kernels/variant.cuh"
+#include "kernels/device/epilogue_policy.cuh"
+#include "kernels/device/out_proj_kernel.cuh"
+#include "kernels/device/params.h"
+#include "kernels/device/producers.cuh"
+#include "kernels/device/rings.cuh"
+#include "kernels/device/scheduler.cuh"
+#include "kernels/device/variant.cuh"
 #include "kernels/sm90/arch.cuh"
 #include "kernels/sm90/config.cuh"
 #include "kernels/sm90/staged_mainloop.cuh"
-#include "kernels/warp_acc.cuh"
+#include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels::sm90 {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "kernels/sm90/emu_fragment_math.h"
-#include "kernels/warp_acc.cuh"
+#include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels::sm90 {
 

@@ -6,12 +6,12 @@
 
 #include <cstdint>
 
-#include "kernels/bounded_wait.cuh"
-#include "kernels/fragment_math.h"
-#include "kernels/ptx.cuh"
+#include "kernels/device/bounded_wait.cuh"
+#include "kernels/device/fragment_math.h"
+#include "kernels/device/ptx.cuh"
 #include "kernels/sm90/config.cuh"
 #include "kernels/sm90/mma_emulated.cuh"
-#include "kernels/warp_acc.cuh"
+#include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels::sm90 {
 

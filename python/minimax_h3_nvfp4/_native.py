@@ -181,7 +181,7 @@ _tiles = None
 
 
 def tiles():
-    """The tile configs the library knows, {name: code}, "auto" first (kernels/tiles.h)."""
+    """The tile configs the library knows, {name: code}, "auto" first (kernels/device/tiles.h)."""
     global _tiles
     if _tiles is None:
         l = lib()

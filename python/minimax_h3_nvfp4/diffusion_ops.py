@@ -12,11 +12,11 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
     cpu_gemm="fast" | "exact"            the emulator's GEMM: Eigen f32 (within the contract's
                                          bound) or the exact accumulator rounded once
     tile="auto" | a registered name      the SM120 kernel's config, from the library's registry
-                                         (kernels/tiles.h; today "128x256_lockstep", the
+                                         (kernels/device/tiles.h; today "128x256_lockstep", the
                                          default, "128x256", "128x128"); all compute the
                                          same bits, they differ in speed only. "auto": the
                                          tuning cache's winner for this device, shape and M,
-                                         else a heuristic (kernels/tune_cache.h, asked
+                                         else a heuristic (kernels/tuning/tune_cache.h, asked
                                          through tuning.py; `python -m
                                          minimax_h3_nvfp4 tune`);
                                          ignored by the emulator and the fast sm_90 build
@@ -400,7 +400,7 @@ def _quantize_weight_cuda(weight, is_f32, op_shapes):
 
 def quantize_minimax_h3_o_weight_nvfp4(weight):
     """Quantizes the out-projection weight (contract section 5), once: a CUDA tensor on its GPU
-    (kernels/weight_quant.h, on the current stream, which it synchronizes once), anything else
+    (kernels/weight_quant/weight_quant.h, on the current stream, which it synchronizes once), anything else
     on the CPU; both give the same bytes.
 
     Args:

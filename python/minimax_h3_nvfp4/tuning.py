@@ -5,7 +5,7 @@
                                         # ${XDG_CACHE_HOME:-~/.cache}/minimax_h3_nvfp4/tune.json
 
 The heuristic and the tuning cache (its reader, its writer, its keys) are C++
-(kernels/tune_cache.h), the same code the C++ host API's OutProjTile::kAuto runs; this module
+(kernels/tuning/tune_cache.h), the same code the C++ host API's OutProjTile::kAuto runs; this module
 binds their C functions with ctypes and keeps what Python must do: a per-process memo, so that
 a `tile="auto"` call costs one dict lookup after the first call of a shape, the warnings as
 RuntimeWarnings, and dicts for `info` and `tune` (autotune.py times the configs).
@@ -136,7 +136,7 @@ def shape_key(props, n, k, sm90_emulation="faithful"):
 
 
 def default_tile():
-    """The registry's default config: the first after "auto" (kernels/tiles.h)."""
+    """The registry's default config: the first after "auto" (kernels/device/tiles.h)."""
     return next(t for t in _native.tiles() if t != "auto")
 
 

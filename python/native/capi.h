@@ -83,7 +83,7 @@ typedef struct H3OutProjArgs {
   int32_t cpu_gemm;         /* CPU: 0 fast f32 (Eigen), 1 exact accumulator */
   int32_t device;           /* GPU: CUDA device ordinal of the operands; -1: the current one */
   int32_t tile;   /* GPU: the SM120 kernel's config: 0 auto, or a code of the registry
-                     (kernels/tiles.h; h3_tile_count / h3_tile_name / h3_tile_code list it) */
+                     (kernels/device/tiles.h; h3_tile_count / h3_tile_name / h3_tile_code list it) */
   int32_t ready_flags_zeroed; /* GPU: 1 when ready_flags (given) is all zero on the stream, e.g.
                                  left so by this op's last successful call with M > 0 there (its
                                  kernel leaves the flags zero; M = 0 touches nothing): the call
@@ -104,7 +104,7 @@ const char* h3_version(void);
 /* The message of this thread's last failed call ("" if none). */
 const char* h3_last_error(void);
 
-/* Why the current CUDA context's kernel gave up waiting (kernels/stall.h: CTA, warp role, tile,
+/* Why the current CUDA context's kernel gave up waiting (kernels/device/stall.h: CTA, warp role, tile,
  * barrier or ready flag), "" when it has not. A GPU call runs asynchronously: after a kernel
  * fault shows at the caller's next synchronization, this says which wait timed out.
  * Thread-local, valid until the thread's next call. */
@@ -116,7 +116,7 @@ int32_t h3_out_proj_gpu(const H3OutProjArgs* args, void* stream);
 /* The emulator (OpenMP threads; calls are serialized on its scratch). */
 int32_t h3_out_proj_cpu(const H3OutProjArgs* args);
 
-/* The SM120 kernel's tile-config registry (kernels/tiles.h), auto first: entries
+/* The SM120 kernel's tile-config registry (kernels/device/tiles.h), auto first: entries
  * 0 .. h3_tile_count() - 1, each a name (what Python's tile= accepts) and the code for
  * H3OutProjArgs.tile. Outside that range: NULL / -1. */
 int32_t h3_tile_count(void);
@@ -135,7 +135,7 @@ int64_t h3_swizzled_scale_bytes(int64_t n, int64_t k);
  * supported CUDA device is. */
 int32_t h3_backend_name(int32_t device, int32_t sm90_emulation, char* buf, int64_t buf_len);
 
-/* One CUDA device as the tuning cache keys it (kernels/tune_cache.h; capi_tuning.h takes it). */
+/* One CUDA device as the tuning cache keys it (kernels/tuning/tune_cache.h; capi_tuning.h takes it). */
 typedef struct H3DeviceProperties {
   char name[256];         /* cudaDeviceProp::name, NUL-terminated */
   int32_t major, minor;   /* compute capability */
@@ -156,7 +156,7 @@ int32_t h3_device_properties(int32_t device, H3DeviceProperties* props);
 int32_t h3_quantize_weight_cpu(const H3Array* weight, int32_t weight_is_f32, H3Array* q,
                                H3Array* sf, float* global_scale);
 
-/* quantize_minimax_h3_o_weight_nvfp4 on the GPU (kernels/weight_quant.h), the same bytes as
+/* quantize_minimax_h3_o_weight_nvfp4 on the GPU (kernels/weight_quant/weight_quant.h), the same bytes as
  * h3_quantize_weight_cpu: weight, q and sf are device memory of `device` (-1: the current one),
  * weight 16-byte, q 8-byte, sf 4-byte aligned. Runs on `stream` and synchronizes it once (the
  * global scale comes back to the host, and a non-finite weight or an overflowing scale is an

@@ -1,4 +1,4 @@
-// The C ABI of the tile choice (capi_tuning.h) over kernels/tune_cache.h: argument checks, the
+// The C ABI of the tile choice (capi_tuning.h) over kernels/tuning/tune_cache.h: argument checks, the
 // C structs to C++ ones and back; every decision is tune_cache's.
 
 #include "python/native/capi_tuning.h"
@@ -18,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "kernels/tiles.h"
-#include "kernels/tune_cache.h"
+#include "kernels/device/tiles.h"
+#include "kernels/tuning/tune_cache.h"
 #include "python/native/capi.h"
 #include "python/native/last_error.h"
 

@@ -2,7 +2,7 @@
 #define H3_PYTHON_NATIVE_CAPI_TUNING_H_
 
 /* The tile choice behind tile="auto" (the C ABI's tile code 0), in plain C: the tuning cache and
- * the heuristic live in C++ (kernels/tune_cache.h) and Python asks them here
+ * the heuristic live in C++ (kernels/tuning/tune_cache.h) and Python asks them here
  * (python/minimax_h3_nvfp4/tuning.py binds these functions itself, with ctypes). Python keeps the
  * timing loop of `tune` and hands its winners to h3_tune_record.
  *
@@ -61,7 +61,7 @@ int32_t h3_tune_choose(H3TuneCache* cache, const H3DeviceProperties* device, int
                        char* why, int64_t why_len);
 
 /* The built-in heuristic alone (what "auto" runs without a cache entry): *tile and its rule in
- * words (kernels/tune_cache.h TuneHeuristicRule, e.g. "the default config"). */
+ * words (kernels/tuning/tune_cache.h TuneHeuristicRule, e.g. "the default config"). */
 int32_t h3_tune_heuristic(const H3DeviceProperties* device, int64_t m, int32_t* tile, char* rule,
                           int64_t rule_len);
 

@@ -1,4 +1,4 @@
-// The C ABI's GPU weight quantizer (capi.h h3_quantize_weight_gpu) over kernels/weight_quant.h:
+// The C ABI's GPU weight quantizer (capi.h h3_quantize_weight_gpu) over kernels/weight_quant/weight_quant.h:
 // the operands' shapes checked against each other here, the rest by the host API, every
 // rejection before anything is written.
 #include <cuda_runtime.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/scale_layout.h"
-#include "kernels/weight_quant.h"
+#include "kernels/weight_quant/weight_quant.h"
 #include "python/native/capi.h"
 #include "python/native/capi_arrays.h"
 #include "python/native/last_error.h"

@@ -124,7 +124,7 @@ class SignatureTest(unittest.TestCase):
                            inspect.Parameter.empty)])
 
     def test_tile_registry(self):
-        # The library's registry (kernels/tiles.h) through the C ABI: codes are ABI, never reused.
+        # The library's registry (kernels/device/tiles.h) through the C ABI: codes are ABI, never reused.
         from minimax_h3_nvfp4 import _native
         self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
                                            "128x256_lockstep": 3})

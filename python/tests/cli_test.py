@@ -18,7 +18,7 @@ from minimax_h3_nvfp4 import _native, tuning
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_version": 13000}
-DEFAULT = "128x256_lockstep"  # the registry's default (kernels/tiles.h: the first config)
+DEFAULT = "128x256_lockstep"  # the registry's default (kernels/device/tiles.h: the first config)
 
 
 def runfile(rel):

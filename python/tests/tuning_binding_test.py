@@ -1,4 +1,4 @@
-"""tuning.py is a binding: its answers are the library's (kernels/tune_cache.h through
+"""tuning.py is a binding: its answers are the library's (kernels/tuning/tune_cache.h through
 python/native/capi_tuning.h), on the CPU.
 
 The heuristic, the cache's reader and writer are tested in C++ (kernels:tune_cache_test); here,
@@ -25,11 +25,11 @@ H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 GB10 = {"name": "NVIDIA GB10", "major": 12, "minor": 1, "sm_count": 48, "driver_version": 13000}
-DEFAULT = "128x256_lockstep"  # the registry's default (kernels/tiles.h: the first config)
+DEFAULT = "128x256_lockstep"  # the registry's default (kernels/device/tiles.h: the first config)
 MS = [0, 1, 2, 5, 11, 16, 40, 100, 127, 128, 129, 255, 256, 300, 511, 512, 513, 1000, 1024,
       2047, 2048, 2049, 3000, 4096, 8192, 16384, 75856, 2 ** 31 - 1]
 
-# The records of testdata/tune_cache/python_written.json (kernels/tune_cache_test.cc writes the
+# The records of testdata/tune_cache/python_written.json (kernels/tuning/tune_cache_test.cc writes the
 # same ones in C++): device, N, K, emulation, winners, times.
 GOLDEN_RECORDS = [
     (H200, 5376, 7168, "faithful",

@@ -3,7 +3,7 @@
 # report of SOURCE shows
 #  - spill stores or loads in a function compiled for one of GATED_ARCHS (comma-separated), or
 #  - ptxas ignoring setmaxnreg, for any architecture: C7506 "'setmaxnreg' ignored to maintain
-#    compatibility into 'extern' call" (kernels/ptx.cuh), and the same words under other codes
+#    compatibility into 'extern' call" (kernels/device/ptx.cuh), and the same words under other codes
 #    (C7504 across compilation units, C7508 with no register count at entry).
 # Either one silently undoes a kernel's register plan (local-memory traffic in the main loop, or
 # the consumers never getting their registers), which no test notices: so the build stops.

@@ -56,7 +56,7 @@ if [[ $major == 9 ]]; then
   check sweep_fast      "$B/sweep" --sm90_emulation=fast --report="$OUT/sweep_fast.json"
 fi
 if [[ ${1:-} != quick ]]; then
-  # The sanitizers slow the kernel by orders of magnitude: its waits' bound (kernels/stall.h)
+  # The sanitizers slow the kernel by orders of magnitude: its waits' bound (kernels/device/stall.h)
   # raised so that a slow correct run is not taken for a stall.
   export MINIMAX_H3_NVFP4_WAIT_LIMIT_MS=600000
   # ReusedFlagsLeftZero: the kernel's reset of its ready flags (ready_flags.h ResetAtExit).

@@ -6,14 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=(
   //tools/cuda:cuda_smoke_test
-  //kernels:unit_kernels_test
+  //kernels/testing:unit_kernels_test
   //kernels:out_proj_test
   //kernels:out_proj_capture_test
   //harness/bench:timing_variants_test
-  //kernels:stall_test
-  //kernels:stress_test
-  //kernels:register_split_gpu_test
-  //kernels:weight_quant_test
+  //kernels/testing:stall_test
+  //kernels/testing:stress_test
+  //kernels/testing:register_split_gpu_test
+  //kernels/weight_quant:weight_quant_test
   //kernels:tune_cache_gpu_test
 
   //harness:tools_test
@@ -24,7 +24,7 @@ targets=(
   //harness/bench:host_cost
   //harness:tune_cache_tool
   //harness/probe:probe
-  //kernels:out_proj_kernel
+  //kernels/launch:out_proj_kernel
 )
 ./bazelw build -c opt "${targets[@]}"
 rm -rf .dev/bin && mkdir -p .dev/bin
@@ -33,10 +33,10 @@ for t in "${targets[@]}"; do
   [[ -f $path && -x $path ]] && cp "$path" .dev/bin/
 done
 # The kernels' objects (sm_90a + sm_120f SASS) for cuobjdump, and the ptxas reports.
-cp bazel-bin/kernels/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/ 2>/dev/null ||
-  find bazel-bin/kernels -name 'out_proj_launch*.o' -exec cp {} .dev/bin/ \;
-cp bazel-bin/kernels/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o .dev/bin/quantize_kernel.o
-cp bazel-bin/kernels/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
+cp bazel-bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/
+cp bazel-bin/kernels/launch/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o \
+  .dev/bin/quantize_kernel.o
+cp bazel-bin/kernels/weight_quant/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
   .dev/bin/weight_quant_kernel.o
-cp bazel-bin/kernels/*.ptxas.txt .dev/bin/
+find bazel-bin/kernels -name '*.ptxas.txt' -exec cp {} .dev/bin/ \;
 ls -la .dev/bin

@@ -1,0 +1,47 @@
+#ifndef H3_KERNELS_VARIANT_CUH_
+#define H3_KERNELS_VARIANT_CUH_
+
+// What a kernel instance does besides its config and architecture (OutProjKernel's Variant): its
+// epilogue, a policy type (epilogue_policy.cuh: the hooks), and the test hooks of the producers
+// and the rings. Product is the product: GatedResidual (epilogue.cuh), and hooks that are empty
+// or constant and compile to nothing. Other instances derive from it and override members: an
+// epilogue (the bench's timing variants: no epilogue, and also one group's MMAs), or test hooks
+// (the stall test's quantizers that never publish and withheld hand-offs, the stress test's
+// pauses, single quantizing CTA and grid cap).
+
+#include <cstdint>
+
+#include "kernels/device/epilogue.cuh"
+#include "kernels/device/stall.h"
+
+namespace h3::kernels {
+
+// Where the stress test pauses a thread (Variant::Pause).
+enum class PauseSite : uint32_t { kQuantizerBlock, kQuantizerPublish, kLoaderStage, kTrailerTile };
+
+struct Product {
+  // What a finished warp tile's accumulators (the contract's f32 sums, before alpha) become.
+  using Epilogue = GatedResidual;
+  static constexpr bool kPublish = true;        // the quantizer warps publish every unit
+  static constexpr bool kEveryGroupMma = true;  // both consumer warpgroups issue MMAs
+  static constexpr int kGridCap = 0;            // 0: the co-resident CTAs (launch.cuh)
+  // Whether this CTA's quantizer warps claim units (all do; a unit is quantized by whoever
+  // claims it, so any subset that includes a resident CTA finishes them all).
+  __device__ __forceinline__ static bool Quantizes() { return true; }
+  __device__ __forceinline__ static void Pause(PauseSite, uint32_t) {}
+  // Whether the calling thread withholds hand-off `what` (stall.h Handoff) of ring `ring` (the
+  // gate: kRingA) at k-step ks of tile (mt, nt): never in the product.
+  __device__ __forceinline__ static bool Withholds(Handoff, int /*ring*/, int /*mt*/, int /*nt*/,
+                                                   int /*ks*/) {
+    return false;
+  }
+  // Each role's wait bound, in p.wait_limit_ns (stall.h): the stall test reorders them so that
+  // the waiter of the hand-off it withholds gives up first.
+  static constexpr uint64_t kLoaderBound = kernels::kLoaderBound;
+  static constexpr uint64_t kConsumerBound = kernels::kConsumerBound;
+  static constexpr uint64_t kGateBound = kernels::kGateBound;
+};
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_VARIANT_CUH_

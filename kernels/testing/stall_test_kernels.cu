@@ -1,0 +1,71 @@
+#include "kernels/testing/stall_test_kernels.h"
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/device/config.cuh"
+#include "kernels/launch/launch.cuh"
+#include "kernels/device/stall.h"
+#include "kernels/device/variant.cuh"
+
+namespace h3::kernels {
+namespace {
+
+// Bounds of case c's roles, in wait_limit_ns: the waiter of the withheld hand-off x1, the others
+// x4 (never_publish: the product's).
+constexpr uint64_t CaseBound(const StallCase& c, Handoff waits_for_handoff, uint64_t product) {
+  if (!c.publish) return product;
+  return c.what == waits_for_handoff ? 1 : 4;
+}
+
+template <int kCase>
+struct Withhold : Product {
+  static constexpr bool kPublish = kStallCases[kCase].publish;
+  static constexpr Handoff kWhat = kStallCases[kCase].what;
+  static constexpr int kRing = kStallCases[kCase].ring, kMt = kStallCases[kCase].mt,
+                       kNt = kStallCases[kCase].nt, kKs = kStallCases[kCase].ks;
+  // The load warp waits for releases, the consumers for fills, the trailer for the gate.
+  static constexpr uint64_t kLoaderBound =
+      CaseBound(kStallCases[kCase], Handoff::kRelease, kernels::kLoaderBound);
+  static constexpr uint64_t kConsumerBound =
+      CaseBound(kStallCases[kCase], Handoff::kFill, kernels::kConsumerBound);
+  static constexpr uint64_t kGateBound =
+      CaseBound(kStallCases[kCase], Handoff::kGateArrive, kernels::kGateBound);
+  __device__ __forceinline__ static bool Withholds(Handoff what, int ring, int mt, int nt, int ks) {
+    return kPublish && what == kWhat && ring == kRing && mt == kMt && nt == kNt && ks == kKs;
+  }
+};
+
+// Every (build, tile) runs the case's config with the build's policy.
+template <int kCase>
+struct CaseDispatch {
+  static constexpr OutProjTile kTile = kStallCases[kCase].tile;
+  using Cfg = std::conditional_t<
+      kTile == OutProjTile::k128x256, Sm120Config128x256Skewed,
+      std::conditional_t<kTile == OutProjTile::k128x128, Sm120Config128x128Lockstep,
+                         Sm120Config128x256Lockstep>>;
+  static_assert(kTile == OutProjTile::k128x256 || kTile == OutProjTile::k128x256Lockstep ||
+                    kTile == OutProjTile::k128x128,
+                "a registered config the cases know");
+  static_assert(Cfg::kBN == StallCaseTileN(kStallCases[kCase]) && Cfg::kBK == 128,
+                "the stall cases' positions: the test's tile grid, 8 k-steps of 128");
+  template <class F>
+  static auto With(KernelBuild build, OutProjTile, F&& f) {
+    return WithArch<Cfg, Withhold<kCase>>(build, f);
+  }
+};
+
+template <int... kCases>
+const KernelSet& CaseKernels(int i, std::integer_sequence<int, kCases...>) {
+  static const KernelSet sets[] = {MakeKernelSet<Withhold<kCases>, CaseDispatch<kCases>>()...};
+  return sets[i];
+}
+
+}  // namespace
+
+const KernelSet& StallCaseKernels(int i) {
+  return CaseKernels(i, std::make_integer_sequence<int, kStallCaseCount>());
+}
+
+}  // namespace h3::kernels

@@ -1,0 +1,67 @@
+#ifndef H3_KERNELS_STALL_TEST_KERNELS_H_
+#define H3_KERNELS_STALL_TEST_KERNELS_H_
+
+// Testonly: the product's kernel with one hand-off that never happens, so that one kind of wait
+// (kernels/device/stall.h) waits for nothing and must give up. Each case also reorders the roles' bounds
+// (Variant::kLoaderBound ...): the waiter of what it withholds gets x1, every other role x4, so
+// the waits that stall behind it (the load warp on a slot the stuck consumers never free, the
+// trailing group on a gate the stuck leader never opens) give up later and the report names the
+// withheld one.
+
+#include "kernels/device/kernel_set.h"
+#include "kernels/device/stall.h"
+#include "kernels/device/tiles.h"
+
+namespace h3::kernels {
+
+struct StallCase {
+  const char* name;
+  OutProjTile tile;      // the config every (build, tile) runs for the case
+  bool publish;          // false: the quantizers never publish (the load warp's kChunkReady)
+  Handoff what;          // with publish: the hand-off withheld, of ring `ring` (kRingA ...)
+  int ring, mt, nt, ks;  // at k-step ks of tile (mt, nt)
+};
+
+// The columns of a tile of case c's config: the problem (M = 300, N = 640, K = 1024: 8 k-steps
+// of 128) is a 3 x 3 grid of 128 x 256 tiles, or a 3 x 5 grid of 128 x 128 ones.
+constexpr int StallCaseTileN(const StallCase& c) {
+  return c.tile == OutProjTile::k128x128 ? 128 : 256;
+}
+
+// The cases the stall test runs, each by its index in this table. Tile (1, 1) unless said
+// otherwise.
+inline constexpr StallCase kStallCases[] = {
+    // Nothing published: every load warp waits on its tile's first k-chunk.
+    {"never_publish", OutProjTile::k128x256, false, Handoff::kFill, kRingA, 0, 0, 0},
+    // The A ring's first stage of the tile never fills: the leading group waits on it (the
+    // trailing one at its skew gate, which the leader opens only 3 stages in).
+    {"fill_a", OutProjTile::k128x256, true, Handoff::kFill, kRingA, 1, 1, 0},
+    // Lockstep, stage 5 (ring stage 2, phase 1): all eight consumer warps wait on it.
+    {"fill_a_lockstep", OutProjTile::k128x256Lockstep, true, Handoff::kFill, kRingA, 1, 1, 5},
+    // The leading group's B ring, first stage: the leader waits on B ring slot 0.
+    {"fill_b0", OutProjTile::k128x256, true, Handoff::kFill, kRingB0, 1, 1, 0},
+    // The trailing group's B ring, last stage (slot 3 + 7 % 3, phase 0): the leader finishes the
+    // tile, the load warp has nothing left, the trailer waits alone.
+    {"fill_b1_last", OutProjTile::k128x256, true, Handoff::kFill, kRingB0 + 1, 1, 1, 7},
+    // The leader never opens the tile's skew gate (gate 0, phase 0: the CTA's first tile).
+    {"gate", OutProjTile::k128x256, true, Handoff::kGateArrive, kRingA, 1, 1, 2},
+    // No consumer releases A stage 1: the load warp waits to refill it with stage 5 (ring stage
+    // 1, parity 0).
+    {"release_a", OutProjTile::k128x256, true, Handoff::kRelease, kRingA, 1, 1, 1},
+    // The leading group never releases its B ring's stage 4: the load warp, every other stage
+    // issued, waits to refill it with stage 7 (B ring 0, stage 1).
+    {"release_b0", OutProjTile::k128x256, true, Handoff::kRelease, kRingB0, 1, 1, 4},
+    // The 128 x 128 config (lockstep, one ring of 4 stages; what kAuto picks at small M on
+    // SM12x): stage 6 (ring stage 2, phase 1) never fills, all eight consumer warps wait on it.
+    {"fill_a_128x128", OutProjTile::k128x128, true, Handoff::kFill, kRingA, 1, 1, 6},
+    // No consumer releases its ring stage 1: the load warp waits to refill it with stage 5.
+    {"release_a_128x128", OutProjTile::k128x128, true, Handoff::kRelease, kRingA, 1, 1, 1},
+};
+inline constexpr int kStallCaseCount = sizeof(kStallCases) / sizeof(kStallCases[0]);
+
+// Case i's kernels (i in [0, kStallCaseCount)).
+const KernelSet& StallCaseKernels(int i);
+
+}  // namespace h3::kernels
+
+#endif  // H3_KERNELS_STALL_TEST_KERNELS_H_
