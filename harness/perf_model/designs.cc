@@ -219,6 +219,42 @@ std::vector<Design> CandidateDesigns() {
   return out;
 }
 
+std::vector<Design> CuteScheduleDesigns() {
+  // Issue 29: the CuTe DSL GeForce schedules (NVIDIA/cutlass PR #3272: 8 MMA warps in two warp
+  // groups, registers 232 / 40, 128x128 tiles, k 128 or 256) carrying our fused work: the
+  // producer warpgroup is the load warp + 3 quantizer warps, so at 232 / 40 the quantizer gets
+  // 40 registers (launch allocation 384 x 168 = 64,512 = 256 x 232 + 128 x 40): depth 2 (24 + 2
+  // x 8, feasibility.cc's estimate; depth 4 needs 56). Ready flags and k-chunk quantization as
+  // today (kernels/device/work_units.h), act scales by the pair-stage box (k 128) or the box (k 256),
+  // our gated epilogue (gate from global, 16-byte accesses, ~16 instructions per pair).
+  std::vector<Design> out;
+  for (int bk : {128, 256}) {
+    Design d = Current128Design();
+    d.bk = bk;
+    d.stages = bk == 128 ? 4 : 2;  // what fits 99 KiB beside the pair-stage scale slots
+    d.sfa_load = bk == 128 ? SfaLoad::kTmaBoxPairStages : SfaLoad::kTmaBox;
+    d.setmaxnreg = true;
+    d.regs_consumer = 232;
+    d.regs_producer = 40;
+    d.quant_depth = 2;
+    Design pp = d;
+    pp.name = absl::StrFormat("cute_pingpong_128x128_k%d_fused", bk);
+    pp.summary = "2 warpgroups x (2x2 warps of 64x64) alternate tiles, gated epilogue overlapped";
+    pp.warps_m = 2;
+    pp.warps_n = 2;
+    pp.consumer_groups = 2;
+    pp.epilogue = Epilogue::kPingPong;
+    out.push_back(pp);
+    Design co = d;
+    co.name = absl::StrFormat("cute_coop_128x128_k%d_fused", bk);
+    co.summary = "8 MMA warps (4x2 of 32x64) on one tile, gated epilogue after the main loop";
+    co.warps_m = 4;
+    co.warps_n = 2;
+    out.push_back(co);
+  }
+  return out;
+}
+
 Design GemmOnlyReference() {
   Design d = V2Base("ref_gemm_128x256_k128_s3", 128, 256, 3, 2, 4);
   d.summary = "cuBLASLt-like GEMM alone: 128x256x128 x3, cooperative, D stored, static";
@@ -285,6 +321,7 @@ const Design* FindDesign(const std::string& name) {
     v->push_back(Current128Design());
     v->push_back(V1Design());
     for (const Design& d : CandidateDesigns()) v->push_back(d);
+    for (const Design& d : CuteScheduleDesigns()) v->push_back(d);
     v->push_back(GemmOnlyReference());
     for (const Design& d : DesignLadder()) v->push_back(d);
     Design big = V1Design();

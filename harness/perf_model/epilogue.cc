@@ -76,9 +76,13 @@ EpilogueTimes PredictEpilogue(const Hardware& hw, const Design& d, const StageTi
     case Epilogue::kSerialL2Prefetch:
     case Epilogue::kPingPong: {
       const double batches = std::ceil(words_per_thread / 32.0);
-      // + gate_index, + the gate's columns when they are not staged in shared memory.
-      const double lat = (batches + 1 + (d.gate_in_smem ? 0 : 1)) * hw.l2_latency_s.value;
-      epi = scale * std::max({lat + alu / epi_w_per_smsp + lsu, burst(res_b + out_b, 0), alu});
+      // + gate_index, + the gate's columns when they are not staged in shared memory. A
+      // GEMM alone (the CuTe DSL ping-pong anchors) only stores D: one round trip, no reads.
+      const double lat = d.gemm_only ? hw.l2_latency_s.value
+                                     : (batches + 1 + (d.gate_in_smem ? 0 : 1)) *
+                                           hw.l2_latency_s.value;
+      const double bytes = d.gemm_only ? out_b : res_b + out_b;
+      epi = scale * std::max({lat + alu / epi_w_per_smsp + lsu, burst(bytes, 0), alu});
       epi_exposed = d.epilogue == Epilogue::kPingPong ? std::max(0.0, epi - tile_main) : epi;
       break;
     }

@@ -32,7 +32,8 @@ double SfaSmemBytes(const Design& d) {
   switch (d.sfa_load) {
     case SfaLoad::kTmaBox:
     case SfaLoad::kBulkRepacked:
-      return AStages(d) * d.bm * (d.bk / 16.0);
+    case SfaLoad::kScaleAtom128x4:
+      return AStages(d) * d.bm * (d.bk / static_cast<double>(d.sf_vec));
     case SfaLoad::kRedundant16B:
       return AStages(d) * d.bm * 16.0;
     case SfaLoad::kTmaBoxPairStages:
@@ -61,7 +62,7 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
   if (p.n % d.bn != 0) fail(absl::StrFormat("N=%d not a multiple of BN=%d", p.n, d.bn));
   if (p.k % d.bk != 0) fail(absl::StrFormat("K=%d not a multiple of BK=%d", p.k, d.bk));
   if (d.stages < 2) fail("at least 2 stages");
-  const double sfa_row = d.bk / 16.0;  // bytes of act_sf per row per stage
+  const double sfa_row = d.bk / static_cast<double>(d.sf_vec);  // act_sf bytes per row, stage
   switch (d.sfa_load) {
     case SfaLoad::kTmaBox:
       if (std::fmod(sfa_row, 16.0) != 0) {
@@ -78,6 +79,9 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
       break;
     case SfaLoad::kRedundant16B:
       if (sfa_row > 16) fail("redundant 16-byte act-scale box only for BK <= 256");
+      break;
+    case SfaLoad::kScaleAtom128x4:  // 512-byte atoms of 128 rows x 4 scales
+      if (d.bm % 128 != 0 || d.bk % (4 * d.sf_vec) != 0) fail("scale atoms: BM % 128, BK % 4 sf");
       break;
   }
   if (d.Threads() > 1024) fail("more than 1024 threads");
@@ -119,11 +123,14 @@ Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem&
     need = std::max(need, acc + 32 + kConsumerRegsOverhead);
   }
   f.consumer_regs_needed = need;
-  f.producer_regs_needed = d.gemm_only ? 32 : kQuantRegsBase + kQuantRegsPerDepth * d.quant_depth;
+  f.producer_regs_needed = d.gemm_only ? 24 : kQuantRegsBase + kQuantRegsPerDepth * d.quant_depth;
   int rc = f.launch_regs, rp = f.launch_regs;
   if (d.setmaxnreg) {
     const int producer_warps = d.load_warps + d.quant_warps;
-    if (producer_warps != 4 || d.ConsumerWarps() % 4 != 0) {
+    // One producer warpgroup; or, as the CuTe DSL GeForce GEMMs do (1 DMA warp beside 8 MMA
+    // warps, registers 40 / 232), a lone DMA warp when nothing else produces.
+    const bool lone_dma_warp = d.gemm_only && producer_warps == 1;
+    if ((producer_warps != 4 && !lone_dma_warp) || d.ConsumerWarps() % 4 != 0) {
       fail("setmaxnreg acts per warpgroup: producers must be one warpgroup of 4 warps");
     }
     rc = d.regs_consumer;

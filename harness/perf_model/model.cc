@@ -118,7 +118,11 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
         tiles_per_sm = full;
         epilogues_per_sm = full;
       } else {
-        const double tail_kb = std::ceil(rem * kb / sms_used);
+        // With at least a wave of tiles, split_cap bounds the SMs per tail tile (CUTLASS's
+        // data-parallel + stream-K hybrid keeps a minimum of k-blocks per unit).
+        const double tail_sms =
+            (tiles >= sms && split_cap > 0) ? std::min(sms_used, rem * split_cap) : sms_used;
+        const double tail_kb = std::ceil(rem * kb / tail_sms);
         tiles_per_sm = full + tail_kb / kb;
         epilogues_per_sm = full + 1;
         fixup_partials = SplitPartials(tail_kb, kb);  // the owner of a tail tile reads the rest
@@ -312,7 +316,8 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   r.l2_bytes_total = tiles * r.tile_bytes.Total() + other_l2 + (fixup_spread ? 0 : fixup_l2) +
                      (EpilogueDesynchronized(d) ? 0 : tiles * epi_bytes_tile);
   r.t_compute = r.t_startup + r.t_main + r.t_epilogue;
-  r.t_total = std::max(r.t_compute, r.t_dram);
+  // + the launch, ramp and drain every timed kernel pays once (Hardware::kernel_overhead_s).
+  r.t_total = std::max(r.t_compute, r.t_dram) + hw.kernel_overhead_s.value;
   r.tflops = p.Flop() / r.t_total * 1e-12;
   if (r.t_dram > r.t_compute) {
     r.limiter = "DRAM";
@@ -334,6 +339,12 @@ Prediction Predict(const Hardware& hw, const Design& d, const Problem& p) {
   if (split_schedule && tiles > 0 && tiles < hw.sms.value) {
     const int max_cap = static_cast<int>(std::ceil(hw.sms.value / tiles));
     for (int cap = 1; cap < max_cap; ++cap) {
+      Prediction q = PredictWithSplitCap(hw, d, p, cap);
+      if (q.t_total < best.t_total) best = q;
+    }
+  } else if (d.schedule == Schedule::kStreamKTail && tiles >= hw.sms.value) {
+    // The tail's split: 1, 2, 4, ... SMs per tail tile, as the host would pick.
+    for (int cap = 1; cap < hw.sms.value; cap *= 2) {
       Prediction q = PredictWithSplitCap(hw, d, p, cap);
       if (q.t_total < best.t_total) best = q;
     }
@@ -361,9 +372,9 @@ Calibration CalibrateToGemmAnchor(const Hardware& hw) {
       }
     }
   }
-  c.factor = (c.anchor_tflops > 0 && c.model_best_tflops > 0)
-                 ? c.anchor_tflops / c.model_best_tflops
-                 : 1.0;
+  // Issue 29: no factor. The clock a GEMM sustains at the board's power limit is fitted to
+  // every anchor at once (fit.h) instead; model_best_tflops vs the anchor is a cross-check.
+  c.factor = 1.0;
   return c;
 }
 

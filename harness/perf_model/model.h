@@ -58,6 +58,15 @@ struct Hardware {
   // Our hand-written kernel's efficiency relative to what the model x the cuBLASLt calibration
   // gives a tuned library GEMM (<= 1): scales the fused designs' calibrated figures only.
   Cited hand_kernel_efficiency;
+  // The refit (issue 29, fit.h): the clock a tensor-bound GEMM sustains at the board's power
+  // limit replaces the old per-GPU calibration factor. ClockHz() = min(max_clock_ghz,
+  // sustained_clock_ghz x (power_w / 600)^(1 / clock_power_exponent)) when sustained_clock_ghz
+  // is set (SM120 boards), else the mma_tflops-derived clock below (the H200).
+  Cited sustained_clock_ghz;   // at 600 W, fitted to the anchors
+  Cited max_clock_ghz;         // the clock with no power limit in reach (OMMA.SF loop)
+  Cited power_w;               // the power limit of the run
+  Cited clock_power_exponent;  // P ~ f^beta along the board's DVFS curve
+  Cited kernel_overhead_s;     // launch + ramp + drain a timed kernel pays once
 
   // The clock every per-clock resource (tensor pipe, issue, shared memory, L2 port) runs at:
   // mma_tflops / (sms * mma_flop_per_clk_per_sm). For the RTX 5090 this is the clock mmapeak's
@@ -127,6 +136,8 @@ enum class SfaLoad {
   kBulkRepacked,      // quantizer also writes a kernel-private [m-tile][k-block][BM][BK/16] copy;
                       // one 1-D bulk copy per stage (extra M*K/16 bytes written)
   kRedundant16B,      // [BM][16 B] box every stage, half of it unused (2x SFA traffic)
+  kScaleAtom128x4,    // CUTLASS / CuTe DSL: scales pre-swizzled into 128x4 atoms (512 B per 128
+                      // rows x 64 k), TMA'd per stage: any BK multiple of 64, nothing unused
 };
 
 struct Design {
@@ -169,6 +180,7 @@ struct Design {
   // touches 8 rows (8 L1 wavefronts) either way, so 16-byte accesses need a quarter of them.
   int epilogue_access_bytes = 4;
   bool gemm_only = false;  // cuBLASLt-like GEMM: no quantizer, no residual / gate
+  int sf_vec = 16;         // elements per scale: 16 NVFP4 (UE4M3), 32 MXFP4 (UE8M0)
   // What-if: an epilogue's own duration x this, before any overlap hides part of it (the cap
   // table's "epi xR" column: R = the H200's measured / modelled epilogue).
   double epilogue_time_scale = 1.0;
@@ -198,6 +210,9 @@ Design Current128Design();
 Design V1Design();
 // The v2 candidates compared by the tool (names are the --design values).
 std::vector<Design> CandidateDesigns();
+// Issue 29: the CuTe DSL GeForce ping-pong and cooperative 128x128 schedules (k 128, 256) with
+// our quantizer warps, ready flags and gated epilogue (designs.cc says what fits the registers).
+std::vector<Design> CuteScheduleDesigns();
 // The cuBLASLt-like GEMM-only reference used to calibrate against the measured anchor.
 Design GemmOnlyReference();
 // Cumulative design choices, one per step, from V1Design() to the recommended v2.

@@ -25,11 +25,13 @@ inline int WarpsPerGroup(const Design& d) { return d.warps_m * d.warps_n; }
 
 // The activation-scale bytes the TMA moves per stage (redundant loads move more than they use).
 inline double SfaStageBytesLoaded(const Design& d) {
-  const double used = d.bm * (d.bk / 16.0);
+  const double used = d.bm * (d.bk / static_cast<double>(d.sf_vec));
   if (d.sfa_load == SfaLoad::kRedundant16B) return d.bm * 16.0;
   return used;
 }
-inline double SfbStageBytes(const Design& d) { return d.bn * (d.bk / 16.0); }
+inline double SfbStageBytes(const Design& d) {
+  return d.bn * (d.bk / static_cast<double>(d.sf_vec));
+}
 inline double StageBytes(const Design& d) {
   return d.bm * d.bk / 2.0 + d.bn * d.bk / 2.0 + SfaStageBytesLoaded(d) + SfbStageBytes(d);
 }

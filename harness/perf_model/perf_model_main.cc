@@ -71,6 +71,7 @@ std::vector<Design> SelectedDesigns() {
     for (const Design& d : BuiltDesigns()) out.push_back(d);
     out.push_back(V1Design());
     for (const Design& d : CandidateDesigns()) out.push_back(d);
+    for (const Design& d : CuteScheduleDesigns()) out.push_back(d);
     return out;
   }
   for (absl::string_view s : absl::StrSplit(sel, ',', absl::SkipEmpty())) {

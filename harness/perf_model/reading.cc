@@ -177,11 +177,13 @@ std::vector<Design> BuiltDesigns() {
   return {CurrentLockstepDesign(), CurrentDesign(), Current128Design()};
 }
 
-std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, double goal_tflops) {
+std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, double x_unfused,
+                         double goal_tflops) {
   const std::string gpu = hw.name.substr(0, hw.name.find(" ("));
   return absl::StrFormat(
-      "headline: %s M=%d default-config low %.0f default %.0f high %.0f TFLOP/s P(>=%.0f)=%.2f",
-      gpu, m, u.low, u.def, u.high, goal_tflops, u.p_goal);
+      "headline: %s M=%d default-config low %.0f default %.0f high %.0f TFLOP/s P(>=%.0f)=%.2f "
+      "x_unfused=%.2f",
+      gpu, m, u.low, u.def, u.high, goal_tflops, u.p_goal, x_unfused);
 }
 
 MeasurableInputs ModelMeasurableInputs(const Hardware& hw, const Design& d, const Problem& p) {

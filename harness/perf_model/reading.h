@@ -66,9 +66,10 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
 // current_design_test checks the first against the registry's default config.
 std::vector<Design> BuiltDesigns();
 
-// `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P`, numbers
-// plain (TFLOP/s rounded to integers, P to two decimals); <GPU> is hw.name up to " (".
-std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u,
+// `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P
+// x_unfused=X`, numbers plain (TFLOP/s rounded to integers, P and X to two decimals); <GPU> is
+// hw.name up to " ("; X = the unfused pipeline's time over the default config's (fit.h).
+std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, double x_unfused,
                          double goal_tflops = 1250);
 
 // The inputs a first SM12x run measures, as the model has them for a design and problem: the

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "harness/perf_model/fit.h"
 #include "harness/perf_model/model.h"
 #include "harness/perf_model/reading.h"
 #include "harness/perf_model/report.h"
@@ -181,9 +182,23 @@ void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& d
           "list.\n");
     }
     std::printf("\n");
-    headlines.push_back(HeadlineLine(h, 4096, b[0][j4096], options.goal_tflops));
+    PrintCandidates(h, 4096, options.goal_tflops);
+    headlines.push_back(HeadlineLine(h, 4096, b[0][j4096], XUnfused(h, 4096, b[0][j4096].def),
+                                     options.goal_tflops));
   }
-  for (const std::string& line : headlines) std::printf("%s\n", line.c_str());
+  PrintRefit();
+  // The last two lines, for scripts: the anchors, then the RTX 5090's headline (issue 29); the
+  // other GPUs' headlines before them.
+  std::string last;
+  for (size_t i = 0; i < hws.size(); ++i) {
+    if (hws[i].name == Rtx5090().name) {
+      last = headlines[i];
+    } else {
+      std::printf("%s\n", headlines[i].c_str());
+    }
+  }
+  std::printf("%s\n", AnchorsLine(Refit()).c_str());
+  if (!last.empty()) std::printf("%s\n", last.c_str());
 }
 
 }  // namespace h3::perf_model

@@ -178,19 +178,19 @@ TEST(ReadingTest, HeadlineLineFormat) {
   u.def = 1051.4;
   u.high = 1151.6;
   u.p_goal = 0.125;
-  const std::string line = HeadlineLine(Rtx5090(), 4096, u);
+  const std::string line = HeadlineLine(Rtx5090(), 4096, u, 1.404);
   EXPECT_EQ(line,
             "headline: RTX 5090 M=4096 default-config low 985 default 1051 high 1152 TFLOP/s "
-            "P(>=1250)=0.12");
+            "P(>=1250)=0.12 x_unfused=1.40");
   const std::regex format(
       R"(headline: RTX 5090 M=4096 default-config low [0-9]+ default [0-9]+ high [0-9]+ )"
-      R"(TFLOP/s P\(>=1250\)=(0\.[0-9][0-9]|1\.00))");
+      R"(TFLOP/s P\(>=1250\)=(0\.[0-9][0-9]|1\.00) x_unfused=[0-9]+\.[0-9][0-9])");
   UncertaintyOptions o;
   o.samples = 50;
   const Uncertainty real = ReadUncertainty(Rtx5090(), {BuiltDesigns()[0]}, {4096}, o)[0][0];
-  EXPECT_TRUE(std::regex_match(HeadlineLine(Rtx5090(), 4096, real), format))
-      << HeadlineLine(Rtx5090(), 4096, real);
-  EXPECT_FALSE(std::regex_match(HeadlineLine(RtxPro6000(), 4096, real), format));
+  EXPECT_TRUE(std::regex_match(HeadlineLine(Rtx5090(), 4096, real, 1.4), format))
+      << HeadlineLine(Rtx5090(), 4096, real, 1.4);
+  EXPECT_FALSE(std::regex_match(HeadlineLine(RtxPro6000(), 4096, real, 1.4), format));
 }
 
 // The scale LDS per warp and stage against the SASS (tools/device/sass_report.sh, sm_120f, per

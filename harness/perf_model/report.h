@@ -32,6 +32,14 @@ void PrintSm120Report(const std::vector<Hardware>& hws, const std::vector<Design
 void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& designs,
                   const std::vector<int64_t>& ms, const UncertaintyOptions& options);
 
+// The refit (issue 29, refit_report.cc): fitted parameters, the anchors table with leave-one-out.
+void PrintRefit();
+// Per GPU at M: the built configs and the CuTe DSL schedules with our fused work, their default
+// readings against the default config, and the unfused cuBLASLt pipeline.
+void PrintCandidates(const Hardware& h, int64_t m, double goal);
+// The unfused pipeline's time over the fused one at `fused_tflops` (x_unfused).
+double XUnfused(const Hardware& h, int64_t m, double fused_tflops);
+
 // The model's predictions of the terms measurable on the H200 (h200: H200(), overrides applied).
 void PrintH200Calibration(const Hardware& h200);
 
