@@ -28,8 +28,9 @@
 #include "kernels/device/params.h"
 #include "kernels/device/ready_flags.h"  // ReadyFlagWords
 #include "kernels/device/stall.h"
-#include "kernels/stall_host.h"
+#include "kernels/device/target_facts.h"
 #include "kernels/device/tiles.h"
+#include "kernels/stall_host.h"
 
 namespace h3 {
 namespace {
@@ -44,6 +45,19 @@ struct DeviceKind {
 static_assert(cudaErrorInsufficientDriver == kCudaErrorInsufficientDriver &&
                   cudaErrorNoDevice == kCudaErrorNoDevice,
               "core/cuda_diagnosis.h's error codes");
+
+// The targets in words, from their facts: "12.x (sm_120f native), 9.0 (sm_90a validation,
+// faithful ...), ...".
+std::string SupportedTargets() {
+  std::string out;
+  for (const kernels::TargetFacts* t : kernels::kTargets) {
+    if (!out.empty()) out += ", ";
+    out += t->cc_minor == kernels::kAnyMinor
+               ? absl::StrFormat("%d.x (%s)", t->cc_major, t->description)
+               : absl::StrFormat("%d.%d (%s)", t->cc_major, t->cc_minor, t->description);
+  }
+  return out;
+}
 
 absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
   // No device at all, or a driver too old for this runtime: said as such (the runtime's own
@@ -65,27 +79,20 @@ absl::StatusOr<DeviceKind> CurrentDeviceKind(Sm90Emulation sm90_emulation) {
   e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   if (e != cudaSuccess) return OutProjCudaError(e, "cudaDeviceGetAttribute(compute capability)");
-  if (major == 12) {  // sm_120 (RTX 50xx, RTX PRO 6000), sm_121 (GB10): one sm_120f build
-    return DeviceKind{kernels::KernelBuild::kSm120Native,
-                      absl::StrFormat("sm_120f native (compute capability 12.%d)", minor)};
-  }
-  if (major == 9 && minor == 0) {
-    if (sm90_emulation == Sm90Emulation::kFast) {
-      return DeviceKind{kernels::KernelBuild::kSm90Fast,
-                        "sm_90a validation, fast (block-scaled MMA emulated by wgmma on "
-                        "dequantized tiles)"};
-    }
-    return DeviceKind{kernels::KernelBuild::kSm90Faithful,
-                      "sm_90a validation, faithful (the SM120 kernel, block-scaled MMA "
-                      "emulated from its registers)"};
+  if (const kernels::TargetFacts* t =
+          kernels::FindTarget(major, minor, sm90_emulation == Sm90Emulation::kFast)) {
+    return DeviceKind{t->build, t->cc_minor == kernels::kAnyMinor
+                                    ? absl::StrFormat("%s (compute capability %d.%d)",
+                                                      t->description, major, minor)
+                                    : std::string(t->description)};
   }
   cudaDeviceProp prop;
   e = cudaGetDeviceProperties(&prop, dev);
   if (e != cudaSuccess) return OutProjCudaError(e, "cudaGetDeviceProperties");
-  return absl::UnimplementedError(absl::StrFormat(
-      "minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; supported: 12.x "
-      "(sm_120f native) and 9.0 (sm_90a validation)",
-      dev, prop.name, major, minor));
+  return absl::UnimplementedError(
+      absl::StrFormat("minimax_h3_nvfp4_out_proj: device %d (%s) has compute capability %d.%d; "
+                      "supported: %s",
+                      dev, prop.name, major, minor, SupportedTargets()));
 }
 
 // CurrentDeviceKind of the current device, asked of the runtime once per (device, emulation):

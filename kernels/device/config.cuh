@@ -9,13 +9,13 @@
 
 #include <cstdint>
 
+#include "kernels/device/target_facts.h"
 #include "kernels/device/work_units.h"
 
 namespace h3::kernels {
 
-// sm_120 (RTX 5090 / RTX PRO 6000): 99 KiB of dynamic shared memory per block
-// (cutlass sm120_smem_capacity_bytes = 101376).
-inline constexpr int kSm120SmemBytes = 101376;
+// The product's shared-memory budget per block (target_facts.h: 99 KiB on SM12x).
+inline constexpr int kSm120SmemBytes = kSm120Facts.smem_bytes;
 
 // How the two consumer warpgroups share the rings and the tensor pipes, as a type (as CUTLASS's
 // cooperative and ping-pong kernel schedules are): OutProjConfig derives its rings from it, and

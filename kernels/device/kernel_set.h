@@ -11,14 +11,10 @@
 #include <string>
 
 #include "kernels/device/params.h"
+#include "kernels/device/target_facts.h"
 #include "kernels/device/tiles.h"
 
 namespace h3::kernels {
-
-// kSm120Native: the tile's config with the Sm120 policy, sm_120f (every SM12x part).
-// kSm90Faithful: the same config and kernel code with the sm90::Sm90Emulated policy, sm_90a.
-// kSm90Fast: the fast sm_90 kernel (sm90/fast_kernel.cuh; the tile is ignored), sm_90a.
-enum class KernelBuild { kSm120Native, kSm90Faithful, kSm90Fast };
 
 struct KernelSet {
   // Once per context, build and tile: raises the kernel's dynamic shared-memory limit and returns

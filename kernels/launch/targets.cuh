@@ -11,7 +11,8 @@
 //   Sm90FastTarget      Hopper validation: its own kernel and config
 //                       (kernels/sm90/fast_kernel.cuh); the tile is not consulted.
 // A target's members:
-//   kBuild               its KernelBuild (kernel_set.h): what the host API picks by device
+//   kFacts               its facts (../device/target_facts.h): devices, shared memory, heuristic
+//   kBuild               its KernelBuild: what the host API picks by device (FindTarget)
 //   Arch                 its architecture policy (arch.cuh lists a policy's members)
 //   kOwnKernel           false: OutProjKernel<Cfg, Arch, Variant> for the tile's registry config;
 //                        true: its own kernel, Cfg and Storage, Kernel<Variant>()
@@ -20,25 +21,29 @@
 
 #include "kernels/device/arch.cuh"
 #include "kernels/device/kernel_set.h"
+#include "kernels/device/target_facts.h"
 #include "kernels/sm90/arch.cuh"
 #include "kernels/sm90/fast_kernel.cuh"
 
 namespace h3::kernels {
 
 struct Sm120Target {
-  static constexpr KernelBuild kBuild = KernelBuild::kSm120Native;
+  static constexpr const TargetFacts& kFacts = kSm120Facts;
+  static constexpr KernelBuild kBuild = kFacts.build;
   using Arch = Sm120;
   static constexpr bool kOwnKernel = false;
 };
 
 struct Sm90FaithfulTarget {
-  static constexpr KernelBuild kBuild = KernelBuild::kSm90Faithful;
+  static constexpr const TargetFacts& kFacts = kSm90FaithfulFacts;
+  static constexpr KernelBuild kBuild = kFacts.build;
   using Arch = sm90::Sm90Emulated;
   static constexpr bool kOwnKernel = false;
 };
 
 struct Sm90FastTarget {
-  static constexpr KernelBuild kBuild = KernelBuild::kSm90Fast;
+  static constexpr const TargetFacts& kFacts = kSm90FastFacts;
+  static constexpr KernelBuild kBuild = kFacts.build;
   using Arch = sm90::Sm90Emulated;
   static constexpr bool kOwnKernel = true;
   using Cfg = sm90::Sm90Config;

@@ -14,8 +14,8 @@
 
 namespace h3::kernels::sm90 {
 
-// sm_90 (H100/H200): 227 KiB per block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
-inline constexpr int kSm90SmemBytes = 232448;
+// The fast kernel's shared-memory budget per block (target_facts.h: 227 KiB on sm_90).
+inline constexpr int kSm90SmemBytes = kSm90FastFacts.smem_bytes;
 
 // The fast kernel's pipeline (4 stages of BK = 256, 128 x 128 tiles), plus bf16 staging tiles of
 // the weights for the emulated MMA (staged_mainloop.cuh): the consumer warps dequantize each MMA

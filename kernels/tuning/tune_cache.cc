@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "kernels/device/target_facts.h"
 
 namespace h3 {
 namespace {
@@ -251,9 +252,25 @@ std::string TuneDeviceKey(const TuneDevice& d, absl::string_view library_version
                          d.minor, d.sm_count, d.driver_version, library_version);
 }
 
+namespace {
+
+// The target of a compute capability major (its first minor that has one): the heuristic and
+// the variant key are the same for every minor of a major (target_facts.h checks it for sm_90).
+const kernels::TargetFacts* TargetOfMajor(int major, bool sm90_fast) {
+  for (const kernels::TargetFacts* t : kernels::kTargets) {
+    if (t->cc_major == major) {
+      return kernels::FindTarget(major, t->cc_minor == kernels::kAnyMinor ? 0 : t->cc_minor,
+                                 sm90_fast);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 const char* TuneVariant(int major, bool sm90_fast) {
-  if (major != 9) return "native";
-  return sm90_fast ? "fast" : "faithful";
+  const kernels::TargetFacts* t = TargetOfMajor(major, sm90_fast);
+  return t != nullptr ? t->tune_variant : "native";
 }
 
 std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant) {
@@ -261,13 +278,15 @@ std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant) {
 }
 
 OutProjTile TuneHeuristic(int major, int64_t m) {
-  if (major == 12 && m <= kTuneHeuristicSmallM) return OutProjTile::k128x128;
+  const kernels::TargetFacts* t = TargetOfMajor(major, false);
+  if (t != nullptr && t->small_m > 0 && m <= t->small_m) return t->small_m_tile;
   return kOutProjTileDefault;
 }
 
 std::string TuneHeuristicRule(int major, int64_t m) {
-  if (TuneHeuristic(major, m) == OutProjTile::k128x128) {
-    return absl::StrFormat("M <= %d on SM12x", kTuneHeuristicSmallM);
+  const kernels::TargetFacts* t = TargetOfMajor(major, false);
+  if (t != nullptr && t->small_m > 0 && m <= t->small_m) {
+    return absl::StrFormat("M <= %d on %s", t->small_m, t->family);
   }
   return "the default config";
 }
@@ -435,68 +454,6 @@ absl::Status RecordTuneWinners(const std::string& path, const TuneDevice& device
   }
   dev["shapes"][TuneShapeKey(n, k, variant)] = {{"buckets", std::move(rows)}};
   return WriteAtomically(path, Dump(doc, 1) + "\n");
-}
-
-const TuneCache& TuneCacheFile::Loaded(std::vector<std::string>* fresh) {
-  if (!cache_.has_value()) {
-    std::vector<std::string> warnings;
-    cache_ = TuneCache::FromFile(path_.empty() ? TuneCachePath() : path_, &warnings);
-    Say(&warnings, fresh);
-  }
-  return *cache_;
-}
-
-void TuneCacheFile::Say(std::vector<std::string>* warnings, std::vector<std::string>* fresh) {
-  for (std::string& w : *warnings) {
-    if (said_.insert(w).second) fresh->push_back(std::move(w));
-  }
-}
-
-TuneCache::Choice TuneCacheFile::Choose(const TuneDevice& device, int64_t m, int64_t n, int64_t k,
-                                        absl::string_view variant,
-                                        std::vector<std::string>* fresh) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> warnings;
-  const TuneCache::Choice c = Loaded(fresh).Choose(device, m, n, k, variant, &warnings);
-  Say(&warnings, fresh);
-  return c;
-}
-
-std::vector<TuneCache::Row> TuneCacheFile::Rows(std::vector<std::string>* fresh) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return Loaded(fresh).Rows();
-}
-
-absl::Status TuneCacheFile::Record(const TuneDevice& device, int64_t n, int64_t k,
-                                   absl::string_view variant,
-                                   const std::vector<TuneWinner>& winners) {
-  std::lock_guard<std::mutex> lock(mu_);  // one writer at a time, and no read of a half state
-  absl::Status s =
-      RecordTuneWinners(path_.empty() ? TuneCachePath() : path_, device, n, k, variant, winners);
-  Forget();
-  return s;
-}
-
-void TuneCacheFile::Reload(std::string path) {
-  std::lock_guard<std::mutex> lock(mu_);
-  path_ = std::move(path);
-  Forget();
-}
-
-void TuneCacheFile::Forget() {
-  cache_.reset();
-  said_.clear();
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-}
-
-std::string TuneCacheFile::path() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return path_.empty() ? TuneCachePath() : path_;
-}
-
-TuneCacheFile& ProcessTuneCache() {
-  static TuneCacheFile* file = new TuneCacheFile();
-  return *file;
 }
 
 }  // namespace h3

@@ -41,10 +41,6 @@ namespace h3 {
 
 inline constexpr char kTuneCacheFormat[] = "minimax_h3_nvfp4 tune cache 1";
 inline constexpr char kTuneCacheEnv[] = "MINIMAX_H3_NVFP4_TUNE_CACHE";
-// The heuristic: the 128x128 config for M up to this on SM12x (the performance model predicts it
-// ~1.9x faster than the 128x256 ones, the default among them, at M = 128 on an RTX 5090,
-// unmeasured), the registry's default elsewhere.
-inline constexpr int64_t kTuneHeuristicSmallM = 512;
 // A bucket's M must lie in [1, kTuneMaxBucketM] (the op's own bound on M).
 inline constexpr int64_t kTuneMaxBucketM = (int64_t{1} << 31) - 1;
 // Limits of what is read as a cache; ours are 6 deep and a few KiB. Deeper or larger files are
@@ -63,9 +59,12 @@ struct TuneDevice {
 // ("" when none of these is set).
 std::string TuneCachePath();
 std::string TuneDeviceKey(const TuneDevice& d, absl::string_view library_version = kVersion);
-// "faithful" / "fast" on compute capability 9.x, "native" elsewhere.
+// The target's variant key (kernels/device/target_facts.h: "native" on SM12x, "faithful" /
+// "fast" on 9.x); "native" for a device no target runs on.
 const char* TuneVariant(int major, bool sm90_fast);
 std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant);
+// The heuristic of the target of compute capability `major` (its facts' small_m and small-M
+// tile), the registry's default where it has none or there is no target.
 OutProjTile TuneHeuristic(int major, int64_t m);
 // The heuristic's rule behind TuneHeuristic(major, m), as `info` prints it ("M <= 512 on SM12x",
 // "the default config").
