@@ -98,6 +98,9 @@ _IS_VALUE = tuple(o.presence == "OR_VALUE" for o in _ROWS)
 _WRITTEN = tuple(i for i, o in enumerate(_ROWS) if o.role != "IN")
 _RES = next(i for i, o in enumerate(_ROWS) if o.presence == "IN_PLACE")
 _OUT, _ACTQ, _ACTSF = (_NAMES.index(n) for n in ("out", "act_q", "act_sf"))
+# The rows the registered op declares mutated (_torch_op._MUTATED, from the table) besides out:
+# their version counters are bumped after a run, as the op's own route does.
+_MUTATED_BESIDES_OUT = tuple(_NAMES.index(n) for n in _torch_op._MUTATED if n != "out")
 
 
 def _zero():
@@ -142,21 +145,22 @@ _bump_tuple = _tuple_bump()
 _forward_ad = getattr(torch.autograd, "forward_ad", None)
 
 
-def _bump_mutated(out, act_q, act_sf):
+def _bump_mutated(ops, out):
     """What the registered op's ADInplaceOrView layer does for its mutated arguments once it has
-    run: their version counters bumped (not in inference mode)."""
+    run: their version counters bumped (not in inference mode). out: the output written (ops
+    may hold None for it)."""
     if not _torch_op.registered or _inference_mode():
         return
+    # Tensors only (an optional output not given is None): torch refuses a None in the tuple.
+    mutated = [out]
+    for i in _MUTATED_BESIDES_OUT:
+        if ops[i] is not None:
+            mutated.append(ops[i])
     if _bump_tuple is not None:
-        # Tensors only (act_q alone is legal on the CPU): torch refuses a None in the tuple.
-        if act_q is None:
-            _bump_tuple((out,) if act_sf is None else (out, act_sf))
-        else:
-            _bump_tuple((out, act_q) if act_sf is None else (out, act_q, act_sf))
+        _bump_tuple(tuple(mutated))
     elif _bump is not None:
-        for t in (out, act_q, act_sf):
-            if t is not None:
-                _bump(t)
+        for t in mutated:
+            _bump(t)
 
 # Whether try_call may run at all (tests and `bench` compare both routes; the environment
 # variable MINIMAX_H3_NVFP4_EAGER_FAST_PATH=0 turns it off for a process), and the calls each
@@ -475,13 +479,16 @@ def try_call(ops, sm90, gemm, tile):
         rc = _cpu(plan.ref)
         if rc:
             _native.check(rc)
-        _bump_mutated(out, act_q, act_sf)
+        _bump_mutated(ops, out)
         return out
     if plan.auto and plan.generation != tuning.generation:
         # Resolved once per plan and tuning-cache generation (a dict lookup after the first).
+        # The generation asked in, not after: a reset() during resolve() leaves the plan stale,
+        # so the next call asks again.
+        asked_in = tuning.generation
         plan.tile = plan.args.tile = tuning.resolve(dev, plan.m, plan.n, plan.k, plan.emulation)
-        plan.generation = tuning.generation
+        plan.generation = asked_in
     stats["fast"] += 1
     _launch(plan, dev, device, act_q, act_sf)
-    _bump_mutated(out, act_q, act_sf)
+    _bump_mutated(ops, out)
     return out

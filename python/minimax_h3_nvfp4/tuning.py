@@ -245,13 +245,17 @@ def resolve(device_index, m, n, k, sm90_emulation):
     code = _memo.get(key)
     if code is not None:
         return code
+    asked_in = generation
     tile, tuned = ctypes.c_int32(0), ctypes.c_int32(0)
     _text(_bound().h3_tune_resolve, int(device_index), int(m), int(n), int(k),
           _emulation(sm90_emulation), ctypes.byref(tile), ctypes.byref(tuned))
     _say(None)
-    if len(_memo) > 4096:  # many distinct M: keep the memo bounded
-        _memo.clear()
-    _memo[key] = tile.value
+    # ctypes releases the GIL during the call: a reset() meanwhile may have made this answer
+    # stale, and it must not outlive the generation it was asked in.
+    if generation == asked_in:
+        if len(_memo) > 4096:  # many distinct M: keep the memo bounded
+            _memo.clear()
+        _memo[key] = tile.value
     return tile.value
 
 

@@ -27,6 +27,8 @@
 struct H3TuneCache {
   h3::TuneCacheFile* file;  // the process's, or `owned`
   std::unique_ptr<h3::TuneCacheFile> owned;
+  // Guards pending and listed. Taken before file's own lock where both are held (reload,
+  // record); never while file's is held.
   std::mutex mu;
   std::vector<std::string> pending;        // warnings not handed out
   std::vector<h3::TuneCache::Row> listed;  // h3_tune_cache_rows' last list
@@ -152,12 +154,12 @@ int32_t h3_tune_cache_path(H3TuneCache* cache, char* buf, int64_t buf_len, int64
 
 int32_t h3_tune_reload(const char* path) {
   H3TuneCache* c = Of(nullptr);
+  // c->mu held across the reload: a warning about the new reading (its Keep waits for c->mu) is
+  // never cleared with the old ones, else it would be lost (the file marks it said).
+  std::lock_guard<std::mutex> lock(c->mu);
   c->file->Reload(path != nullptr ? path : "");
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->pending.clear();  // said of the file as read before; the new reading says its own
-    c->listed.clear();
-  }
+  c->pending.clear();  // said of the file as read before; the new reading says its own
+  c->listed.clear();
   return Done(absl::OkStatus(), "h3_tune_reload");
 }
 
@@ -249,12 +251,10 @@ int32_t h3_tune_record(H3TuneCache* cache, const H3DeviceProperties* device, int
   }
   const h3::TuneDevice d = DeviceOf(*device);
   H3TuneCache* c = Of(cache);
+  std::lock_guard<std::mutex> lock(c->mu);  // as h3_tune_reload: no new warning cleared
   const absl::Status s = c->file->Record(d, n, k, Variant(d, sm90_emulation), winners);
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->pending.clear();  // the file is read again: what it says now is said anew
-    c->listed.clear();
-  }
+  c->pending.clear();  // the file is read again: what it says now is said anew
+  c->listed.clear();
   return Done(s, kFn);
 }
 

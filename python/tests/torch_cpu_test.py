@@ -433,10 +433,13 @@ class FastPathTest(unittest.TestCase):
             self.assertTrue(all(isinstance(t, torch.Tensor) for t in ts), ts)
             seen.append(len(ts))
         out, q, sf = torch.zeros(2), torch.zeros(2), torch.zeros(2)
+        names = _torch_op.OPERAND_NAMES
         with mock.patch.object(_eager, "_bump_tuple", fake), \
                 mock.patch.object(_torch_op, "registered", True):
             for a, b in ((None, None), (q, None), (None, sf), (q, sf)):
-                _eager._bump_mutated(out, a, b)
+                ops = [None] * len(names)  # out not given: the one allocated is bumped
+                ops[names.index("act_q")], ops[names.index("act_sf")] = a, b
+                _eager._bump_mutated(ops, out)
         self.assertEqual(seen, [1, 2, 2, 3])
 
     def test_version_counter_as_the_registered_op(self):

@@ -275,6 +275,27 @@ class BindingTest(unittest.TestCase):
                 self.assertEqual(code, _native.tiles()[name])
                 self.assertNotEqual(code, 0)
 
+    def test_resolve_keeps_no_answer_across_a_reset(self):
+        # The library call stands in for h3_tune_resolve, which runs without the GIL: a reset()
+        # by another thread during it (the first case) makes its answer one of the old cache.
+        tuning.reset(self.path)
+        real = tuning._text
+        for reset_during, memoized in [(True, {}), (False, {(0, 64, 256, 512, "faithful"): 3})]:
+            def fake(fn, *args, reset_during=reset_during):
+                if reset_during:
+                    tuning.reset(self.path)
+                args[-2]._obj.value = 3  # the tile code the library answered
+                return ""
+            tuning._memo.clear()
+            tuning._text = fake
+            try:
+                with self.subTest(reset_during=reset_during):
+                    self.assertEqual(tuning.resolve(0, 64, 256, 512, "faithful"), 3)
+                    self.assertEqual(tuning._memo, memoized)
+            finally:
+                tuning._text = real
+        tuning._memo.clear()
+
     def test_errors_name_the_argument(self):
         c = tuning.Cache(self.path)
         cases = [
