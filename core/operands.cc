@@ -52,6 +52,7 @@ const char* ExtentName(Extent e) {
     case Extent::N: return "N";
     case Extent::K: return "K";
     case Extent::G: return "G";
+    case Extent::R: return "R";
     case Extent::K_2: return "K/2";
     case Extent::K_16: return "K/16";
     case Extent::X: break;
@@ -65,6 +66,7 @@ int64_t ExtentValue(Extent e, const OpDims& d) {
     case Extent::N: return d.n;
     case Extent::K: return d.k;
     case Extent::G: return d.g;
+    case Extent::R: return d.r;
     case Extent::K_2: return d.k / 2;
     case Extent::K_16: return d.k / 16;
     case Extent::X: break;
@@ -89,7 +91,15 @@ std::string ShapeStr(const Operand& a) {
 }
 
 bool IsSymbol(Extent e) {
-  return e == Extent::M || e == Extent::N || e == Extent::K || e == Extent::G;
+  return e == Extent::M || e == Extent::N || e == Extent::K || e == Extent::G || e == Extent::R;
+}
+
+void SetSymbol(Extent e, int64_t v, OpDims* d) {
+  if (e == Extent::M) d->m = v;
+  if (e == Extent::N) d->n = v;
+  if (e == Extent::K) d->k = v;
+  if (e == Extent::G) d->g = v;
+  if (e == Extent::R) d->r = v;
 }
 
 // The row and position that define symbol `e`: the first DIMS row with it bare there.
@@ -155,11 +165,7 @@ bool LooksTransposed(const OperandSet& ops, int row, const OpDims& d) {
       const Operand& b = ops[static_cast<OperandId>(j)];
       for (int q = 0; q < Rank(Spec(j)); ++q) {
         if (Spec(j).dims[q] != s.dims[p] || b.ndim != Rank(Spec(j))) continue;
-        const int64_t v = b.shape[q];
-        if (s.dims[p] == Extent::M) alt.m = v;
-        if (s.dims[p] == Extent::N) alt.n = v;
-        if (s.dims[p] == Extent::K) alt.k = v;
-        if (s.dims[p] == Extent::G) alt.g = v;
+        SetSymbol(s.dims[p], b.shape[q], &alt);
         defines = true;
         j = kOperandCount;
         break;
@@ -212,6 +218,44 @@ absl::Status CheckShape(const OperandSet& ops, int row, const OpDims& d,
       return Invalid(s.name,
                      absl::StrFormat("1-D with at least h3_ready_flag_bytes(M) = %d bytes", want),
                      ShapeStr(a));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A symbol defined by an OPTIONAL row (R by lora_down) exists only with that row: every other
+// row using it is given exactly when the defining row is (contract section 13: lora_down and
+// lora_up together); R itself obeys the contract's rule (a multiple of 16 in 16..64).
+absl::Status CheckOptionalSymbols(const OperandSet& ops, const OpDims& d) {
+  for (int i = 0; i < kOperandCount; ++i) {
+    const OperandSpec& s = Spec(i);
+    for (int p = 0; p < Rank(s); ++p) {
+      int row = 0, pos = 0;
+      if (!IsSymbol(s.dims[p]) || !DefiningRow(s.dims[p], &row, &pos) || row == i ||
+          Spec(row).presence == Presence::REQUIRED) {
+        continue;
+      }
+      const bool here = Given(s, ops[static_cast<OperandId>(i)]);
+      const bool there = Given(Spec(row), ops[static_cast<OperandId>(row)]);
+      if (here == there) continue;
+      const int absent = here ? row : i, given = here ? i : row;
+      return Invalid(Spec(absent).name,
+                     absl::StrFormat("given together with %s (%s %s uses %s %s's %s)",
+                                     Spec(given).name, Spec(i).name, Symbolic(s), Spec(row).name,
+                                     Symbolic(Spec(row)), ExtentName(s.dims[p])),
+                     absl::StrFormat("%s alone", Spec(given).name));
+    }
+  }
+  int row = 0, pos = 0;
+  if (DefiningRow(Extent::R, &row, &pos) && Given(Spec(row), ops[static_cast<OperandId>(row)])) {
+    if (d.r < kLoraRankMin || d.r > kLoraRankMax || d.r % kLoraRankStep != 0) {
+      const Operand& a = ops[static_cast<OperandId>(row)];
+      return Invalid(Spec(row).name,
+                     absl::StrFormat("%s with R a multiple of %d in %d..%d (the branch's rank, "
+                                     "contract section 13)",
+                                     Symbolic(Spec(row)), kLoraRankStep, kLoraRankMin,
+                                     kLoraRankMax),
+                     absl::StrFormat("R = %d (shape %s)", d.r, ShapeStr(a)));
     }
   }
   return absl::OkStatus();
@@ -302,22 +346,20 @@ absl::Status ValidateOperands(const OperandSet& ops, const OperandRules& rules, 
   }
   // The defining rows' ranks, then the symbols they fix.
   OpDims d;
-  for (const Extent e : {Extent::M, Extent::K, Extent::N, Extent::G}) {
+  for (const Extent e : {Extent::M, Extent::K, Extent::N, Extent::G, Extent::R}) {
     int row = 0, pos = 0;
     if (!DefiningRow(e, &row, &pos)) continue;
     const Operand& a = ops[static_cast<OperandId>(row)];
+    if (!Given(Spec(row), a)) continue;  // an optional row's symbol: absent with it (R = 0)
     if (a.ndim != Rank(Spec(row))) {
       return Invalid(Spec(row).name,
                      absl::StrFormat("%d-D %s", Rank(Spec(row)), Symbolic(Spec(row))),
                      "shape " + ShapeStr(a));
     }
-    const int64_t v = a.shape[pos];
-    if (e == Extent::M) d.m = v;
-    if (e == Extent::N) d.n = v;
-    if (e == Extent::K) d.k = v;
-    if (e == Extent::G) d.g = v;
+    SetSymbol(e, a.shape[pos], &d);
   }
   if (absl::Status s = rules.shape_rule(d); !s.ok()) return s;
+  if (absl::Status s = CheckOptionalSymbols(ops, d); !s.ok()) return s;
   // Beyond M, N, K, G (the rule's): no extent of any operand may be negative, so that no
   // product of extents matches a size by two signs.
   for (int i = 0; i < kOperandCount; ++i) {

@@ -22,7 +22,7 @@ namespace h3 {
 
 enum class DType : uint8_t { BF16, U8, SF8, I32, F32, FLAGS };
 enum class OperandShape : uint8_t { DIMS2, DIMS1, SCALAR, SWIZZLED_SF, FLAG_BYTES };
-enum class Extent : uint8_t { X, M, N, K, G, K_2, K_16 };
+enum class Extent : uint8_t { X, M, N, K, G, R, K_2, K_16 };
 enum class Presence : uint8_t { REQUIRED, OPTIONAL, OR_VALUE, IN_PLACE };
 enum class Role : uint8_t { IN, OUT, WORKSPACE };
 
@@ -81,10 +81,14 @@ struct OperandSet {
   Operand& operator[](OperandId id);
 };
 
-// M, N, K, G as the operands fix them (the table's defining rows).
+// M, N, K, G, R as the operands fix them (the table's defining rows). r: the low-rank branch's
+// rank, lora_down's first extent; 0 where lora_down is not given (contract section 13).
 struct OpDims {
-  int64_t m = 0, n = 0, k = 0, g = 0;
+  int64_t m = 0, n = 0, k = 0, g = 0, r = 0;
 };
+
+// Contract section 13: r is a multiple of 16 in 16..64 where the branch is given.
+inline constexpr int64_t kLoraRankMin = 16, kLoraRankMax = 64, kLoraRankStep = 16;
 
 // What a backend adds to the table's checks.
 struct OperandRules {
@@ -102,14 +106,16 @@ struct OperandRules {
 };
 
 // The problem's dims from the defining rows, then: every operand of 0 to 4 dimensions, the
-// backend's shape rule, each given operand's shape against M, N, K, G (in table order); and
+// backend's shape rule, the contract's rule on R (a multiple of 16 in 16..64) and rows sharing
+// an optional row's symbol given together (lora_down, lora_up), each given operand's shape
+// against M, N, K, G, R (in table order); and
 // where M > 0 (M = 0 reads and writes nothing): required operands given, alignment, and the
 // contract's aliasing rule (section 9). Errors: "minimax_h3_nvfp4_out_proj: <operand> must be
 // <expected>, got <given>", shapes with where each symbol came from.
 absl::Status ValidateOperands(const OperandSet& ops, const OperandRules& rules, OpDims* dims);
 
 // "M = 37, K = 7104 from attn_out [M, K], N = 128 from o_weight_q [N, K/2]": where the symbols
-// in `symbols` (any of "MNKG") came from, for messages.
+// in `symbols` (any of "MNKGR") came from, for messages.
 std::string DimensionSources(const OpDims& dims, const char* symbols);
 
 // Bytes of operand `id` for `dims` (null data: 0), as the aliasing check sizes it.

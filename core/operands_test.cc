@@ -54,8 +54,13 @@ absl::Status Validate(const OperandSet& s, bool gpu, OpDims* d) {
 
 TEST(OperandsTest, TableDefinesEachSymbolOnce) {
   EXPECT_STREQ(kOperands[0].name, "attn_out");
-  EXPECT_EQ(kOperandCount, 12);
-  OpDims d{37, 128, 7104, 9};
+  EXPECT_EQ(kOperandCount, 15);
+  // The quality rows come after the seed's, so the earlier C ABI fields keep their offsets.
+  EXPECT_STREQ(kOperands[11].name, "ready_flags");
+  EXPECT_STREQ(kOperands[12].name, "act_smooth");
+  EXPECT_STREQ(kOperands[14].name, "lora_up");
+  OpDims d{37, 128, 7104, 9, 32};
+  EXPECT_EQ(DimensionSources(d, "R"), "R = 32 from lora_down [R, K]");
   EXPECT_EQ(DimensionSources(d, "MNKG"),
             "M = 37, K = 7104 from attn_out [M, K], N = 128 from o_weight_q [N, K/2], G = 9 "
             "from gate [G, N]");
@@ -178,6 +183,104 @@ TEST(OperandsTest, Table) {
       {"flags on out (GPU)", true,
        [](OperandSet& s, Fixture&) { s.ready_flags = Operand::Of(s.out.data, {16}); },
        "out must not overlap ready_flags"},
+      // The quality rows (contract sections 12, 13): R from lora_down, a multiple of 16 in
+      // 16..64, lora_down and lora_up together.
+      {"act_smooth [K]", false,
+       [](OperandSet& s, Fixture& f) { s.act_smooth = Operand::Of(f.Take(256 * 4), {256}); }, ""},
+      {"act_smooth [K+1]", false,
+       [](OperandSet& s, Fixture& f) { s.act_smooth = Operand::Of(f.Take(257 * 4), {257}); },
+       "act_smooth must have shape [K] = [256] (K = 256 from attn_out [M, K]), got [257]"},
+      {"act_smooth [1, K]", false,
+       [](OperandSet& s, Fixture& f) { s.act_smooth = Operand::Of(f.Take(256 * 4), {1, 256}); },
+       "act_smooth must have shape [K] = [256]"},
+      {"branch r = 16, 32, 48, 64", false,
+       [](OperandSet& s, Fixture& f) {
+         for (const int64_t r : {16, 32, 48, 64}) {
+           s.lora_down = Operand::Of(f.Take(r * 256 * 2), {r, 256});
+           s.lora_up = Operand::Of(f.Take(128 * r * 2), {128, r});
+         }
+       },
+       ""},
+      {"r = 0", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(16), {0, 256});
+         s.lora_up = Operand::Of(f.Take(16), {128, 0});
+       },
+       "lora_down must be [R, K] with R a multiple of 16 in 16..64 (the branch's rank, contract "
+       "section 13), got R = 0 (shape [0, 256])"},
+      {"r = 8", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(8 * 256 * 2), {8, 256});
+         s.lora_up = Operand::Of(f.Take(128 * 8 * 2), {128, 8});
+       },
+       "got R = 8 (shape [8, 256])"},
+      {"r = 24", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(24 * 256 * 2), {24, 256});
+         s.lora_up = Operand::Of(f.Take(128 * 24 * 2), {128, 24});
+       },
+       "got R = 24 (shape [24, 256])"},
+      {"r = 80", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(80 * 256 * 2), {80, 256});
+         s.lora_up = Operand::Of(f.Take(128 * 80 * 2), {128, 80});
+       },
+       "got R = 80 (shape [80, 256])"},
+      {"lora_down transposed", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {256, 32});
+         s.lora_up = Operand::Of(f.Take(128 * 32 * 2), {128, 32});
+       },
+       "got R = 256 (shape [256, 32])"},
+      {"lora_down alone", false,
+       [](OperandSet& s, Fixture& f) { s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32, 256}); },
+       "lora_up must be given together with lora_down (lora_up [N, R] uses lora_down [R, K]'s "
+       "R), got lora_down alone"},
+      {"lora_up alone", false,
+       [](OperandSet& s, Fixture& f) { s.lora_up = Operand::Of(f.Take(128 * 32 * 2), {128, 32}); },
+       "lora_down must be given together with lora_up (lora_up [N, R] uses lora_down [R, K]'s "
+       "R), got lora_up alone"},
+      {"lora_down 1-D", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32 * 256});
+         s.lora_up = Operand::Of(f.Take(128 * 32 * 2), {128, 32});
+       },
+       "lora_down must be 2-D [R, K], got shape [8192]"},
+      {"lora_down K", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 512 * 2), {32, 512});
+         s.lora_up = Operand::Of(f.Take(128 * 32 * 2), {128, 32});
+       },
+       "lora_down must have shape [R, K] = [32, 256] (K = 256 from attn_out [M, K], R = 32 from "
+       "lora_down [R, K]), got [32, 512]"},
+      {"lora_up R", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32, 256});
+         s.lora_up = Operand::Of(f.Take(128 * 16 * 2), {128, 16});
+       },
+       "lora_up must have shape [N, R] = [128, 32] (N = 128 from o_weight_q [N, K/2], R = 32 "
+       "from lora_down [R, K]), got [128, 16]"},
+      {"lora_up transposed", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32, 256});
+         s.lora_up = Operand::Of(f.Take(128 * 32 * 2), {32, 128});
+       },
+       "lora_up must have shape [N, R] = [128, 32]"},
+      {"lora_up misaligned (GPU)", true,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32, 256});
+         s.lora_up = Operand::Of(static_cast<const char*>(f.Take(128 * 32 * 2 + 16)) + 8,
+                                 {128, 32});
+       },
+       "lora_up must be 16-byte aligned"},
+      {"out over lora_up", false,
+       [](OperandSet& s, Fixture& f) {
+         s.lora_down = Operand::Of(f.Take(32 * 256 * 2), {32, 256});
+         s.lora_up = Operand::Of(s.out.data, {128, 32});
+       },
+       "out must not overlap lora_up"},
+      {"options on an input (reads only)", false,
+       [](OperandSet& s, Fixture&) { s.act_smooth = Operand::Of(s.attn_out.data, {256}); }, ""},
   };
   Fixture f;
   for (const Row& r : rows) {

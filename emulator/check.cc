@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "emulator/epilogue.h"
 #include "emulator/gemm.h"
+#include "emulator/quality.h"
 #include "emulator/quantize.h"
 
 namespace h3 {
@@ -59,6 +60,15 @@ void ElementEnvelope(const AccInterval& iv, float alpha, uint16_t gate, uint16_t
 
 absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<const int64_t> rows) {
   if (absl::Status st = ValidateOpInputs(in); !st.ok()) return st;
+  if (!in.lora_down.empty()) {
+    // Section 13.2: out is monotone in each l_j and in o, but each l_j = bf16(lambda_j) ranges
+    // over its own bound, and o moves the 0 x Inf point ElementEnvelope evaluates: an interval
+    // over all of them is not written yet. Refused rather than an envelope that may be wrong.
+    return absl::UnimplementedError(absl::StrFormat(
+        "lora_down, lora_up: the envelope of out (emulator/check.h) does not cover the low-rank "
+        "branch yet (contract section 13.2); expected neither, got r = %d",
+        static_cast<int64_t>(in.lora_down.size()) / in.shape.k));
+  }
   const OpShape& s = in.shape;
   OutEnvelope env;
   if (rows.empty()) {
@@ -82,8 +92,20 @@ absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<co
   if (m == 0) return env;
 
   std::vector<uint8_t> q(m * (s.k / 2)), sf(m * (s.k / 16));
-  QuantizeSelectedRows(in.attn_out, s.k, in.act_global_scale, env.row_ids, absl::MakeSpan(q),
-                       absl::MakeSpan(sf));
+  if (in.act_smooth.empty()) {
+    QuantizeSelectedRows(in.attn_out, s.k, in.act_global_scale, env.row_ids, absl::MakeSpan(q),
+                         absl::MakeSpan(sf));
+  } else {
+    // Section 12: x' is elementwise with fixed roundings, so the codes are exact as without it
+    // and the envelope is the seed's on x'.
+    std::vector<uint16_t> xs(m * s.k);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      const uint16_t* x = in.attn_out.data() + env.row_ids[i] * s.k;
+      for (int64_t c = 0; c < s.k; ++c) xs[i * s.k + c] = SmoothElement(x[c], in.act_smooth[c]);
+    }
+    QuantizeRows(xs, m, s.k, in.act_global_scale, absl::MakeSpan(q), absl::MakeSpan(sf));
+  }
   const IntOperand a = ToIntOperand({m, s.k, q, sf, ScaleLayout::kLinear});
   const IntOperand w =
       ToIntOperand({s.n, s.k, in.o_weight_q, in.o_weight_sf, ScaleLayout::kSwizzled128x4});

@@ -30,7 +30,9 @@ struct OutEnvelope {
   std::vector<int64_t> row_ids;  // [m]: the op's row of each envelope row
 };
 
-// rows: the op rows to compute (empty = all). Validates like RunOp.
+// rows: the op rows to compute (empty = all). Validates like RunOp. With act_smooth (contract
+// section 12) the envelope is that of x'; with the low-rank branch (section 13) it is refused
+// (Unimplemented): section 13.2's interval is not computed yet.
 absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<const int64_t> rows);
 
 struct CompareReport {

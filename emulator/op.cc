@@ -62,6 +62,9 @@ std::string SizeWords(OperandId id) {
       case Extent::G:
         parts.push_back("g");
         break;
+      case Extent::R:
+        parts.push_back("r");
+        break;
       case Extent::K_2:
         parts.push_back("k/2");
         break;
@@ -76,10 +79,9 @@ std::string SizeWords(OperandId id) {
 }
 
 // One array row's span: its table size, or empty where the row is optional (not given).
-absl::Status CheckRow(OperandId id, size_t given, size_t element_bytes, const OpShape& s) {
+absl::Status CheckRow(OperandId id, size_t given, size_t element_bytes, const OpDims& d) {
   const OperandSpec& spec = kOperands[static_cast<int>(id)];
   if (given == 0 && spec.presence == Presence::OPTIONAL) return absl::OkStatus();
-  const OpDims d{s.m, s.n, s.k, s.g};
   return CheckSize(spec.name, OperandTableBytes(id, d) / static_cast<int64_t>(element_bytes), given,
                    SizeWords(id));
 }
@@ -91,9 +93,13 @@ absl::Status CheckRow(OperandId id, size_t given, size_t element_bytes, const Op
 absl::Status ValidateOpInputs(const OpInputs& in) {
   const OpShape& s = in.shape;
   if (absl::Status st = ValidateShape(s); !st.ok()) return st;
+  // The quality rows first: they fix r (lora_down's rows), which the table sizes lora_up by.
+  int64_t r = 0;
+  if (absl::Status st = ValidateQualityInputs(s, QualityOf(in), &r); !st.ok()) return st;
+  const OpDims d{s.m, s.n, s.k, s.g, r};
   absl::Status st;
 #define H3_OP_CHECK_DIMS2(name) \
-  st = CheckRow(OperandId::name, in.name.size(), sizeof(in.name[0]), s);
+  st = CheckRow(OperandId::name, in.name.size(), sizeof(in.name[0]), d);
 #define H3_OP_CHECK_DIMS1(name) H3_OP_CHECK_DIMS2(name)
 #define H3_OP_CHECK_SWIZZLED_SF(name) H3_OP_CHECK_DIMS2(name)
 #define H3_OP_CHECK_SCALAR(name) st = CheckGlobalScale(#name, in.name);
@@ -111,8 +117,8 @@ absl::Status ValidateOpOutputs(const OpShape& s, const OpOutputs& out) {
   absl::Status st;
 #define H3_OP_OUTPUT_IN(name)
 #define H3_OP_OUTPUT_WORKSPACE(name)
-#define H3_OP_OUTPUT_OUT(name)                                             \
-  st = CheckRow(OperandId::name, out.name.size(), sizeof(out.name[0]), s); \
+#define H3_OP_OUTPUT_OUT(name)                                                               \
+  st = CheckRow(OperandId::name, out.name.size(), sizeof(out.name[0]), OpDims{s.m, s.n, s.k, s.g}); \
   if (!st.ok()) return st;
 #define H3_OPERAND(name, dtype, shape, d0, d1, presence, role, ...) H3_OP_OUTPUT_##role(name)
 #include "core/operands.def"
@@ -124,8 +130,35 @@ absl::Status RunOp(const OpInputs& in, const OpOutputs& out, GemmPath path) {
   return RunOpQuality(in, QualityInputs{}, out, path);
 }
 
-absl::Status RunOpQuality(const OpInputs& in, const QualityInputs& quality, const OpOutputs& out,
-                          GemmPath path) {
+namespace {
+
+// One option from `in`'s row or from `quality`: given in one place, or the same span in both.
+template <typename T>
+absl::Status Merge(const char* name, absl::Span<const T> row, absl::Span<const T> extra,
+                   absl::Span<const T>* merged) {
+  if (!row.empty() && !extra.empty() && (row.data() != extra.data() || row.size() != extra.size())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: expected given once (OpInputs or QualityInputs), got two different arrays", name));
+  }
+  *merged = row.empty() ? extra : row;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunOpQuality(const OpInputs& in_rows, const QualityInputs& extra,
+                          const OpOutputs& out, GemmPath path) {
+  // The options as the operand table carries them (OpInputs' rows) or as `extra`: one set.
+  QualityInputs quality;
+  const QualityInputs rows = QualityOf(in_rows);
+  absl::Status merged = Merge("act_smooth", rows.act_smooth, extra.act_smooth, &quality.act_smooth);
+  if (merged.ok()) merged = Merge("lora_down", rows.lora_down, extra.lora_down, &quality.lora_down);
+  if (merged.ok()) merged = Merge("lora_up", rows.lora_up, extra.lora_up, &quality.lora_up);
+  if (!merged.ok()) return merged;
+  OpInputs in = in_rows;
+  in.act_smooth = quality.act_smooth;
+  in.lora_down = quality.lora_down;
+  in.lora_up = quality.lora_up;
   if (absl::Status st = ValidateOpInputs(in); !st.ok()) return st;
   if (absl::Status st = ValidateOpOutputs(in.shape, out); !st.ok()) return st;
   int64_t rank = 0;

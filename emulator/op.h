@@ -58,6 +58,8 @@ enum class GemmPath {
 // expected and the given value; nothing is written on error): the shape, every
 // span's size (act_q/act_sf may also be empty), and both global scales (finite
 // and > 0). residual may be the same memory as out.
+// The optional quality rows of OpInputs (act_smooth, lora_down, lora_up; contract sections
+// 12, 13) are computed where given (quality.h RunOpQuality); empty: the seed's op, bit for bit.
 absl::Status RunOp(const OpInputs& in, const OpOutputs& out, GemmPath path = GemmPath::kFastF32);
 
 // The validation part of RunOp, for other backends and tools.

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "core/operands.h"  // kLoraRank*: the contract's rule on r
 #include "core/shape.h"
 #include "emulator/op.h"
 
@@ -20,7 +21,10 @@ struct QualityInputs {
   absl::Span<const uint16_t> lora_up;    // bf16 [N, r] or empty
 };
 
-inline constexpr int64_t kLoraRankMin = 16, kLoraRankMax = 64, kLoraRankStep = 16;
+// The options as OpInputs carries them (its act_smooth, lora_down, lora_up rows).
+inline QualityInputs QualityOf(const OpInputs& in) {
+  return QualityInputs{in.act_smooth, in.lora_down, in.lora_up};
+}
 
 // Sizes against the shape, r from lora_down (a multiple of 16 in 16..64; 0 when the branch is
 // off), both lora operands or neither, and every value finite (sections 12, 13). Errors:
@@ -45,7 +49,9 @@ void LowRankUpInto(const uint16_t* l, int64_t rows, int64_t rank, absl::Span<con
                    int64_t n, GemmPath path, float* o);
 
 // The whole op (RunOp) with the quality inputs: empty spans leave it the seed's op, bit for bit.
-// Validates everything first (ValidateOpInputs / Outputs, then ValidateQualityInputs).
+// The options come from `in`'s own rows (the operand table's path: RunOp(in, out) runs them
+// too) or from `quality`; an option in both must be the same span. Validates everything first
+// (ValidateOpInputs / Outputs, then ValidateQualityInputs).
 absl::Status RunOpQuality(const OpInputs& in, const QualityInputs& quality, const OpOutputs& out,
                           GemmPath path = GemmPath::kFastF32);
 

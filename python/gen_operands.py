@@ -15,12 +15,20 @@ _ROW = re.compile(r"H3_OPERAND\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,
                   r"\s*(\w+)\s*,\s*(\w+)\s*,\s*(\d+)\s*,\s*((?:\"[^\"]*\"\s*)+)\)")
 
 
+# core/operands.h's Extent: a row over any other symbol is a typo the C++ build would refuse.
+_EXTENTS = ("M", "N", "K", "G", "R", "K_2", "K_16", "X")
+
+
 def rows(text):
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # the header comment names the macro too
     found = []
     for m in _ROW.finditer(text):
         name, dtype, shape, d0, d1, presence, role, align, what = m.groups()
         what = "".join(re.findall(r"\"([^\"]*)\"", what))
+        for d in (d0, d1):
+            if d not in _EXTENTS:
+                raise SystemExit("gen_operands: %s: unknown extent %s (core/operands.h's Extent: "
+                                 "%s)" % (name, d, ", ".join(_EXTENTS)))
         dims = tuple(d for d in (d0, d1) if d != "X")
         found.append((name, dtype, shape, dims, presence, role, int(align), what))
     if not found:
