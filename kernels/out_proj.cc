@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/aliasing.h"
 #include "core/cuda_diagnosis.h"
 #include "core/global_scale.h"
@@ -254,6 +256,17 @@ absl::Status ValidateArgs(const OutProjArgs& a, OpDims* d) {
   if (emu != static_cast<int>(Sm90Emulation::kFaithful) &&
       emu != static_cast<int>(Sm90Emulation::kFast)) {
     return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
+  }
+  // The quality options (contract sections 12, 13) are the emulator's alone so far: refused
+  // before anything else, never ignored (ignoring them would return a different op's result).
+  for (const auto& [given, name, section] :
+       {std::tuple{&a.act_smooth, "act_smooth", 12}, std::tuple{&a.lora_down, "lora_down", 13},
+        std::tuple{&a.lora_up, "lora_up", 13}}) {
+    if (given->data == nullptr) continue;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "minimax_h3_nvfp4_out_proj: %s must be null (None): the GPU kernel does not support it "
+        "yet (the CPU emulator computes it, contract section %d), got an array of shape [%s]",
+        name, section, absl::StrJoin(given->shape, given->shape + std::clamp<int64_t>(given->ndim, 0, 4), ", ")));
   }
   const OperandRules rules{GpuShapeRule, "a device pointer", /*check_alignment=*/true,
                            OutProjReadyFlagBytes};

@@ -1,0 +1,95 @@
+// The GPU host API refuses the quality options (contract sections 12, 13) before any CUDA call:
+// the kernel does not implement them yet, and ignoring them would return another op's result.
+// Host pointers stand in for device memory; they are never read, so no GPU is needed.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "kernels/out_proj.h"
+
+namespace h3 {
+namespace {
+
+constexpr int64_t kM = 4, kN = 128, kK = 256, kG = 3;
+
+// A valid call's operands in one 256-byte aligned host buffer, each apart.
+struct Fixture {
+  std::vector<uint8_t> mem = std::vector<uint8_t>(1 << 20);
+  uint8_t* next = nullptr;
+  const void* Take(int64_t bytes) {
+    const void* p = next;
+    next += (bytes + 255) / 256 * 256 + 256;
+    return p;
+  }
+  OutProjArgs Valid() {
+    next = mem.data() + (256 - reinterpret_cast<uintptr_t>(mem.data()) % 256);
+    OutProjArgs a;
+    a.attn_out = Operand::Of(Take(kM * kK * 2), {kM, kK});
+    a.o_weight_q = Operand::Of(Take(kN * kK / 2), {kN, kK / 2});
+    a.o_weight_sf = Operand::Of(Take(128 * 16), {128, 16});
+    a.o_weight_global_scale_value = 1.f;
+    a.act_global_scale = Operand::Of(Take(4), {1});
+    a.gate = Operand::Of(Take(kG * kN * 2), {kG, kN});
+    a.gate_index = Operand::Of(Take(kM * 4), {kM});
+    a.residual = Operand::Of(Take(kM * kN * 2), {kM, kN});
+    a.out = Operand::Of(Take(kM * kN * 2), {kM, kN});
+    return a;
+  }
+};
+
+TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
+  Fixture f;
+  struct Case {
+    const char* name;
+    std::function<void(Fixture&, OutProjArgs&)> set;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"act_smooth", [](Fixture& f, OutProjArgs& a) {
+         a.act_smooth = Operand::Of(f.Take(kK * 4), {kK});
+       },
+       "minimax_h3_nvfp4_out_proj: act_smooth must be null (None): the GPU kernel does not "
+       "support it yet (the CPU emulator computes it, contract section 12), got an array of "
+       "shape [256]"},
+      {"branch", [](Fixture& f, OutProjArgs& a) {
+         a.lora_down = Operand::Of(f.Take(32 * kK * 2), {32, kK});
+         a.lora_up = Operand::Of(f.Take(kN * 32 * 2), {kN, 32});
+       },
+       "minimax_h3_nvfp4_out_proj: lora_down must be null (None): the GPU kernel does not "
+       "support it yet (the CPU emulator computes it, contract section 13), got an array of "
+       "shape [32, 256]"},
+      {"lora_up alone", [](Fixture& f, OutProjArgs& a) {
+         a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
+       },
+       "lora_up must be null (None)"},
+      // At M = 0 too: the same call with rows would be refused.
+      {"act_smooth at M = 0", [](Fixture& f, OutProjArgs& a) {
+         a.attn_out.shape[0] = a.residual.shape[0] = a.out.shape[0] = a.gate_index.shape[0] = 0;
+         a.act_smooth = Operand::Of(f.Take(kK * 4), {kK});
+       },
+       "act_smooth must be null (None)"},
+      // Even a malformed option is refused as unsupported (one answer for the GPU).
+      {"act_smooth wrong shape", [](Fixture& f, OutProjArgs& a) {
+         a.act_smooth = Operand::Of(f.Take(kK * 4), {kK + 1});
+       },
+       "act_smooth must be null (None)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    OutProjArgs a = f.Valid();
+    c.set(f, a);
+    for (CheckMode mode : {CheckMode::kAsync, CheckMode::kChecked}) {
+      const absl::Status s = MinimaxH3Nvfp4OutProj(a, /*stream=*/nullptr, mode);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), c.message)) << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace h3
