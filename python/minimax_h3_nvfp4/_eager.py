@@ -101,6 +101,9 @@ _OUT, _ACTQ, _ACTSF = (_NAMES.index(n) for n in ("out", "act_q", "act_sf"))
 # The rows the registered op declares mutated (_torch_op._MUTATED, from the table) besides out:
 # their version counters are bumped after a run, as the op's own route does.
 _MUTATED_BESIDES_OUT = tuple(_NAMES.index(n) for n in _torch_op._MUTATED if n != "out")
+# The quality options (contract sections 12, 13): the GPU kernel refuses them, through the full
+# route (its error, and no cached workspace touched by a call that cannot run).
+_NOT_ON_GPU = tuple(_NAMES.index(n) for n in ("act_smooth", "lora_down", "lora_up"))
 
 
 def _zero():
@@ -413,6 +416,10 @@ def try_call(ops, sm90, gemm, tile):
     for i in _REQUIRED:
         if ops[i] is None:
             return None
+    if cuda:
+        for i in _NOT_ON_GPU:
+            if ops[i] is not None:
+                return None
     for i in _VALUE_ROWS:  # a tensor, or a Python float for the host value
         if type(ops[i]) not in _PLAIN and type(ops[i]) is not float:
             return None

@@ -317,7 +317,8 @@ def _torch_out_proj(ops, sm90, gemm, tile):
 def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale,
                               act_global_scale, gate, gate_index, residual, *, out=None,
                               act_q=None, act_sf=None, sm90_emulation="faithful",
-                              cpu_gemm="fast", tile="auto"):
+                              cpu_gemm="fast", tile="auto", act_smooth=None, lora_down=None,
+                              lora_up=None):
     """out = bf16(residual + bf16(gate[gate_index] * (act_nvfp4 @ w_nvfp4^T) / (act_gs * w_gs)))
 
     Args (M tokens, N = 5376, K = 7168, G = 9 for MiniMax-H3; docs/contract.md section 1):
@@ -334,6 +335,12 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
         the activation codes and scales.
       sm90_emulation, cpu_gemm, tile: keyword-only extras beyond FlashInfer's (module
         docstring).
+      act_smooth: optional float32 [K], finite: each activation multiplied by it (bf16-rounded)
+        before quantization (contract section 12; ModelOpt's pre_quant_scale).
+      lora_down, lora_up: optional bf16 [r, K] and [N, r], r a multiple of 16 in 16..64, given
+        together, finite: the low-rank branch bf16(x' @ lora_down^T) @ lora_up^T added to o
+        before the gate (contract section 13; quality.py prepares all three). The CPU emulator
+        computes them; the GPU kernel does not yet and refuses them (ValueError).
     NumPy has no bf16 dtype: NumPy bf16 operands are uint16 arrays of bf16 bit patterns (or
     ml_dtypes.bfloat16 arrays); minimax_h3_nvfp4.bf16 converts from and to float32.
 
@@ -366,7 +373,7 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
         tile_code = _mode("tile", tile, tiles)
     # Every operand, in the table's order (_API: core/operands.def less the GPU's workspace).
     ops = (attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,
-           gate_index, residual, out, act_q, act_sf)
+           gate_index, residual, out, act_q, act_sf, act_smooth, lora_down, lora_up)
     if _torch is not None and isinstance(attn_out, _torch.Tensor):
         if _eager.enabled and _eager.plain_eager():
             # Plain eager calls skip torch's op dispatch (_eager.py); anything it does not take

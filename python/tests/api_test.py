@@ -99,7 +99,11 @@ class SignatureTest(unittest.TestCase):
         self.assertEqual(got[len(seed):],
                          [("sm90_emulation", inspect.Parameter.KEYWORD_ONLY, "faithful"),
                           ("cpu_gemm", inspect.Parameter.KEYWORD_ONLY, "fast"),
-                          ("tile", inspect.Parameter.KEYWORD_ONLY, "auto")])
+                          ("tile", inspect.Parameter.KEYWORD_ONLY, "auto"),
+                          # contract sections 12-13, after the seed's own, off by default
+                          ("act_smooth", inspect.Parameter.KEYWORD_ONLY, None),
+                          ("lora_down", inspect.Parameter.KEYWORD_ONLY, None),
+                          ("lora_up", inspect.Parameter.KEYWORD_ONLY, None)])
 
     def test_operands_in_table_order(self):
         # The function passes its operands on as one tuple in the table's order
@@ -128,7 +132,7 @@ class SignatureTest(unittest.TestCase):
         from minimax_h3_nvfp4 import _native
         self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
                                            "128x256_lockstep": 3})
-        # In the registry's order, "auto" first: the default (the first config) is the lockstep one.
+        # In the registry's order, "auto" first (the default, 128x256, is named, not first).
         self.assertEqual(list(_native.tiles()), ["auto", "128x256_lockstep", "128x256", "128x128"])
         lib = _native.lib()
         self.assertIsNone(lib.h3_tile_name(lib.h3_tile_count()))

@@ -73,7 +73,7 @@ variants = [  # (name, context of the round or None, call j)
     ("nn.Linear module", None, lambda j: lin_mod(xs[j])),
     ("try_call, the C call stubbed", Stubbed(),
      lambda j: _eager.try_call((xs[j], qs[j], sfs[j], w_gs, a_gs, gate, ix[j], rs[j], None,
-                                None, None), sm90, 0, tile)),
+                                None, None, None, None, None), sm90, 0, tile)),
     ("C ABI h3_out_proj_gpu alone", None, lambda j: gpu(ref, raw_stream(0))),
     ("torch.empty_like(residual)", None, lambda j: torch.empty_like(rs[j])),
     ("F.linear bf16 [1,7168]x[5376,7168]", None, lambda j: lin(xs[j], wbs[j])),

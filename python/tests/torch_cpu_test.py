@@ -149,7 +149,7 @@ class FunctionalTest(unittest.TestCase):
         w_gs = args[3]
         # The table's operands (the GPU's workspace aside), the host values, the options.
         fn(args[0], args[1], args[2], w_gs, args[4], args[5], args[6], args[7], out, None, None,
-           0.0, 0, 0, 0)
+           None, None, None, 0.0, 0, 0, 0)
         np.testing.assert_array_equal(bits(out), c["out"])
 
 
@@ -384,7 +384,8 @@ class FastPathTest(unittest.TestCase):
                     if out is not None:
                         self.assertTrue(bool((out == 3.0).all()), "out was written")
         for out in (None, torch.empty(m, n, dtype=torch.bfloat16)):
-            self.assertIsNone(_eager.try_call((*args[:7], None, out, None, None), 0, 0, 0))
+            self.assertIsNone(_eager.try_call((*args[:7], None, out, None, None, None, None,
+                                               None), 0, 0, 0))
         # NumPy, the third route.
         c = selftest.load_cases()["op_exact"]
         with self.assertRaisesRegex(TypeError, r"residual must be a numpy.ndarray"):
