@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/global_scale.h"
 #include "emulator/formats.h"
 #include "emulator/quantize.h"
 #include "emulator/swizzle.h"
@@ -35,16 +36,11 @@ absl::StatusOr<QuantizedWeight> QuantizeWeightImpl(absl::Span<const T> w, int64_
     }
     amax = std::fmax(amax, std::fabs(v));
   }
-  // w_gs = RN(2688 / amax), one f32 division; 1 when amax == 0.
-  float gs = 1.0f;
-  if (amax != 0.0f) {
-    volatile float q = 2688.0f / amax;
-    gs = q;
-  }
-  if (!std::isfinite(gs)) {
-    return absl::OutOfRangeError(
-        absl::StrFormat("weight: amax = %g makes the global scale 2688/amax overflow f32", amax));
-  }
+  // w_gs = RN(RN(1 / amax) * 2688), 1 when amax == 0; an overflow is an error. One
+  // implementation for the CPU and GPU quantizers (core/global_scale.h).
+  const absl::StatusOr<float> w_gs = WeightGlobalScale(amax);
+  if (!w_gs.ok()) return w_gs.status();
+  const float gs = *w_gs;
   const int64_t cols = k / 16;
   QuantizedWeight out{n, k, std::vector<uint8_t>(n * (k / 2)), {}, gs};
   std::vector<uint8_t> linear(n * cols);

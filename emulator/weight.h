@@ -16,13 +16,13 @@ struct QuantizedWeight {
   int64_t n, k;
   std::vector<uint8_t> q;   // [n, k/2] E2M1x2 codes, low nibble = even k
   std::vector<uint8_t> sf;  // SwizzledScaleBytes(n, k/16), 128x4 swizzled
-  float global_scale;       // RN(2688 / amax), 1 when amax == 0
+  float global_scale;       // RN(RN(1 / amax) * 2688), 1 when amax == 0 (section 5)
 };
 
 // w: [n, k] row-major; n >= 1, k > 0 and k % 16 == 0, every value finite.
 // Errors: InvalidArgument for a bad shape, a size mismatch or a non-finite
-// value (naming the first one); OutOfRange when amax is so small that
-// 2688 / amax overflows f32 (the op could not accept that global scale).
+// value (naming the first one); OutOfRange when amax is so small that the
+// global scale overflows f32 (the op could not accept it).
 absl::StatusOr<QuantizedWeight> QuantizeWeightBf16(absl::Span<const uint16_t> w, int64_t n,
                                                    int64_t k);
 absl::StatusOr<QuantizedWeight> QuantizeWeightF32(absl::Span<const float> w, int64_t n, int64_t k);

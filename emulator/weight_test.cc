@@ -1,6 +1,7 @@
 #include "emulator/weight.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -16,26 +17,58 @@
 namespace h3 {
 namespace {
 
+uint32_t F32Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// w_gs = RN(RN(1 / amax) * 2688) (contract section 5), through the whole quantizer, bf16 and f32
+// entry points. The rows marked "!=" are amax where the one division RN(2688 / amax) gives other
+// bits (found with NumPy float32; core/global_scale_test.cc has the longer table): the quantizer
+// must give FlashInfer's form, not the division.
 TEST(QuantizeWeight, GlobalScaleTable) {
   struct Case {
-    float amax;
-    float want_gs;
+    uint32_t amax;     // f32 bits (each one is bf16-exact except the last three)
+    uint32_t want_gs;  // RN(RN(1/amax) * 2688)
+    uint32_t div_gs;   // RN(2688/amax)
   };
   const Case kCases[] = {
-      {6.0f, 448.0f},  // 2688 / 6 exact
-      {2688.0f, 1.0f},
-      {0.0f, 1.0f},  // amax 0 -> 1
-      {3.0f, 896.0f},
-      {7.0f, 384.0f},
-      {10.0f, 268.8f},  // RN(268.8) as f32
-      {0.01f, static_cast<float>(2688.0 / static_cast<double>(0.01f))},
+      {0x40C00000, 0x43E00000, 0x43E00000},  // 6 -> 448, exact both ways
+      {0x45280000, 0x3F800000, 0x3F800000},  // 2688 -> 1
+      {0x00000000, 0x3F800000, 0x7F800000},  // 0 -> 1 (contract; both forms give +Inf)
+      {0x40400000, 0x44600000, 0x44600000},  // 3 -> 896
+      {0x40E00000, 0x43C00001, 0x43C00000},  // 7: != (384 exact by division)
+      {0x41200000, 0x43866667, 0x43866666},  // 10: !=
+      {0x3FA00000, 0x45066667, 0x45066666},  // 1.25: !=
+      {0x3FE00000, 0x44C00001, 0x44C00000},  // 1.75: !=
+      {0x3E200000, 0x46866667, 0x46866666},  // 0.15625: !=
+      {0x3E300000, 0x46745D18, 0x46745D17},  // 0.171875: !=
+      {0x3DF50000, 0x46AF8AF8, 0x46AF8AF9},  // 0.11962890625: != (RCP below DIV)
+      {0x4CE6C891, 0x37BA5B45, 0x37BA5B44},  // f32 1.20997e8: !=
+      {0x7F47B01D, 0x05576042, 0x05576045},  // f32 2.65e38: != by 3 ulp (1/amax subnormal)
+      {0x7F7FFFFF, 0x05280000, 0x05280001},  // FLT_MAX: !=
   };
   for (const Case& c : kCases) {
+    float amax, want, div;
+    std::memcpy(&amax, &c.amax, 4);
+    std::memcpy(&want, &c.want_gs, 4);
+    std::memcpy(&div, &c.div_gs, 4);
     std::vector<float> w(2 * 32, 0.0f);
-    w[37] = -c.amax;  // the sign does not matter
+    w[37] = -amax;  // the sign does not matter
     auto q = QuantizeWeightF32(w, 2, 32);
     ASSERT_TRUE(q.ok()) << q.status();
-    EXPECT_EQ(q->global_scale, c.want_gs) << "amax " << c.amax;
+    EXPECT_EQ(F32Bits(q->global_scale), c.want_gs) << "amax " << amax;
+    if (c.want_gs != c.div_gs) {
+      EXPECT_NE(F32Bits(q->global_scale), F32Bits(div)) << amax;
+    }
+    const uint16_t b = F32ToBf16(amax);
+    if (Bf16ToF32(b) != amax) continue;  // the bf16 entry point where amax is a bf16 value
+    std::vector<uint16_t> wb(2 * 32, 0);
+    wb[5] = b;
+    auto qb = QuantizeWeightBf16(wb, 2, 32);
+    ASSERT_TRUE(qb.ok()) << qb.status();
+    EXPECT_EQ(F32Bits(qb->global_scale), c.want_gs) << "bf16 amax " << amax;
   }
 }
 
@@ -58,7 +91,9 @@ TEST(QuantizeWeight, MatchesRowQuantizerAndSwizzle) {
   ASSERT_TRUE(q.ok());
   float amax = 0;
   for (uint16_t v : w) amax = std::max(amax, std::fabs(Bf16ToF32(v)));
-  EXPECT_EQ(q->global_scale, static_cast<float>(2688.0 / amax));
+  volatile float rcp = 1.0f / amax;  // section 5: the reciprocal first, then the product
+  volatile float want_gs = rcp * 2688.0f;
+  EXPECT_EQ(q->global_scale, want_gs);
   std::vector<uint8_t> codes(kN * kK / 2), scales(kN * kK / 16);
   QuantizeRows(w, kN, kK, q->global_scale, absl::MakeSpan(codes), absl::MakeSpan(scales));
   EXPECT_EQ(q->q, codes);
@@ -100,7 +135,7 @@ TEST(QuantizeWeight, Errors) {
     EXPECT_EQ(q.status().code(), c.code);
     EXPECT_NE(q.status().message().find(c.needle), std::string::npos) << q.status();
   }
-  // amax so small that 2688 / amax overflows f32.
+  // amax so small that the global scale overflows f32.
   std::vector<float> tiny(32, 0.0f);
   tiny[3] = 1e-40f;
   auto q = QuantizeWeightF32(tiny, 1, 32);

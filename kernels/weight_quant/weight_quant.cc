@@ -6,7 +6,9 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "core/global_scale.h"
 #include "core/scale_layout.h"
 #include "kernels/weight_quant/weight_quant_kernel.h"
 
@@ -164,16 +166,14 @@ absl::StatusOr<float> QuantizeWeightNvfp4Gpu(const WeightQuantArgs& a, cudaStrea
   }
   float amax = 0.0f;
   std::memcpy(&amax, &host.amax_bits, 4);
-  // w_gs = RN(2688 / amax), one f32 division; 1 when amax == 0 (as emulator/weight.cc).
-  float gs = 1.0f;
-  if (amax != 0.0f) {
-    volatile float quotient = 2688.0f / amax;
-    gs = quotient;
+  // w_gs = RN(RN(1 / amax) * 2688), 1 when amax == 0: the emulator's own function
+  // (core/global_scale.h), so the two quantizers cannot disagree on the scale.
+  const absl::StatusOr<float> w_gs = WeightGlobalScale(amax);
+  if (!w_gs.ok()) {
+    return absl::Status(w_gs.status().code(),
+                        absl::StrFormat("%s: %s", kFn, w_gs.status().message()));
   }
-  if (!std::isfinite(gs)) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "%s: weight: amax = %g makes the global scale 2688/amax overflow f32", kFn, amax));
-  }
+  const float gs = *w_gs;
 
   // Pass 2: codes and swizzled scales (padding included).
   e = kernels::LaunchWeightQuantize(a.weight, a.weight_is_f32, a.n, a.k, gs, a.q, a.sf, stream);

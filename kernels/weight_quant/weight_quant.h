@@ -5,7 +5,7 @@
 // bytes as the CPU quantizer (emulator/weight.h): codes, 128x4-swizzled block scales, and the
 // global scale. Two kernels (kernels/weight_quant/weight_quant_kernel.h): the amax pass, whose result comes
 // back to the host (the global scale is returned, and a non-finite weight or an overflowing
-// 2688/amax is an error before anything is written), then quantization and swizzle.
+// global scale is an error before anything is written), then quantization and swizzle.
 //
 // Synchronous on `stream` up to the second kernel's launch (it waits for the amax pass), so it
 // cannot be captured into a CUDA graph; q and sf are complete in stream order after it returns.
@@ -28,10 +28,11 @@ struct WeightQuantArgs {
   uint8_t* sf = nullptr;  // device SwizzledScaleBytes(n, k/16) bytes, 4-byte aligned
 };
 
-// Returns w_gs = RN(2688 / amax) (1 when the weight is all zeros). Errors, each before anything
+// Returns w_gs = RN(RN(1 / amax) * 2688) (1 when the weight is all zeros; core/global_scale.h,
+// the CPU quantizer's own function). Errors, each before anything
 // is written: InvalidArgument for a bad shape, a null, misaligned, non-device or overlapping
 // pointer, or a non-finite weight value (naming the first one in row-major order, as the CPU
-// quantizer does); OutOfRange when 2688 / amax overflows f32; FailedPrecondition while `stream`
+// quantizer does); OutOfRange when the global scale overflows f32; FailedPrecondition while `stream`
 // is being captured; Unimplemented on another device; Internal for a CUDA error. The shape,
 // pointer and alignment checks make no CUDA call.
 absl::StatusOr<float> QuantizeWeightNvfp4Gpu(const WeightQuantArgs& args, cudaStream_t stream);

@@ -62,6 +62,16 @@ const Case kCases[] = {
     {"random normal", 256, 512, false,
      [](int64_t, int64_t, Rng& g) { return Bf16Of(0.02 * g.Normal()); }},
     {"zeros (amax 0: w_gs = 1)", 128, 64, false, [](int64_t, int64_t, Rng&) { return 0u; }},
+    // amax where RN(RN(1/amax) * 2688), the contract, and RN(2688/amax) differ (1 ulp; 3 ulp with
+    // a subnormal 1/amax): the global scale is the CPU quantizer's, bits included.
+    {"amax -1.25 (w_gs 0x45066667, not 0x45066666)", 128, 64, false,
+     [](int64_t r, int64_t c, Rng& g) {
+       return r == 5 && c == 7 ? 0xBFA0u : Bf16Of(0.1 * g.Normal());
+     }},
+    {"f32 amax 2.65e38 (1/amax subnormal: w_gs 3 ulp from 2688/amax)", 128, 32, true,
+     [](int64_t r, int64_t c, Rng& g) {
+       return r == 100 && c == 31 ? 0x7F47B01Du : F32Bits(static_cast<float>(1e30 * g.Normal()));
+     }},
     {"signed zeros", 130, 48, false,
      [](int64_t, int64_t, Rng& g) { return (g.Next() & 1) ? 0x8000u : 0u; }},
     {"all equal 0.5", 128, 256, false, [](int64_t, int64_t, Rng&) { return 0x3F00u; }},
