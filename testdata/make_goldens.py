@@ -426,15 +426,22 @@ def swizzle(linear):
 # Weight quantization (docs/contract.md section 5).
 
 
+def global_scale(amax):
+    """Section 5's global scale from an f32 amax > 0: RN(RN(1 / amax) * 2688), the reciprocal
+    first (FlashInfer's `(448 * 6) / amax` as PyTorch evaluates it), two float32 operations of
+    the arithmetic backend (tensor / tensor is a true division in both). The weight quantizer
+    and the calibrated activation scales below both use it."""
+    B = OPS
+    a = B.f32(np.asarray(amax, F32))
+    return np.float32(B.np((B.scalar(1) / a) * B.scalar(2688)))
+
+
 def quantize_weight(w_f32):
     """w_f32: finite f32 [N, K] (bf16 inputs decoded exactly first)."""
     n, k = w_f32.shape
     B = OPS
-    amax = B.amax(B.abs(B.f32(w_f32)).reshape(-1), 0)
-    if float(B.np(amax)) == 0:
-        gs = np.float32(1)
-    else:
-        gs = np.float32(B.np(B.scalar(2688) / amax))  # RN(2688 / amax)
+    amax = np.float32(B.np(B.amax(B.abs(B.f32(w_f32)).reshape(-1), 0)))
+    gs = np.float32(1) if amax == 0 else global_scale(amax)
     assert np.isfinite(gs)
     q, sf = both(quantize_rows, w_f32, gs)
     return q, swizzle(sf), gs
@@ -656,7 +663,7 @@ def gen_all(out_dir, rng_seed=20261130):
     sp = bf16_to_f32(sp_bits)
     gs_list = {
         "gs1": np.float32(1),
-        "gscal10": np.float32(2688) / np.float32(10),   # calibrated amax 10
+        "gscal10": global_scale(10),                     # calibrated amax 10
         "gscal1": np.float32(2688),                      # amax 1: saturates at 448
         "gs1e-6": np.float32(1e-6),                      # scales to 0 for most
         "gssub": np.float32(1e-40),                      # subnormal: 1/gs = Inf
@@ -694,7 +701,7 @@ def gen_all(out_dir, rng_seed=20261130):
 
     gauss = (rng.standard_normal((64, 256)) * 2).astype(F32)
     gb = bf16_to_f32(to_bf16_bits(gauss))
-    cal = np.float32(2688) / np.float32(np.abs(gb).max())
+    cal = global_scale(np.abs(gb).max())
     data_case("quant_gauss_cal", gauss, cal)
     # Block scales mostly UE4M3 subnormals (< 2^-6) and some zeros.
     data_case("quant_gauss_small", gauss, np.float32(cal * np.float32(2.0**-17)))
@@ -705,9 +712,8 @@ def gen_all(out_dir, rng_seed=20261130):
     hb = bf16_to_f32(to_bf16_bits(heavy))
     p999 = np.float32(np.quantile(np.abs(hb), 0.999))
     # Calibrated below the true amax: outlier blocks saturate at 448.
-    data_case("quant_heavy_p999", heavy, np.float32(2688) / p999)
-    data_case("quant_heavy_cal", heavy,
-              np.float32(2688) / np.float32(np.abs(hb).max()))
+    data_case("quant_heavy_p999", heavy, global_scale(p999))
+    data_case("quant_heavy_cal", heavy, global_scale(np.abs(hb).max()))
 
     # Swizzle.
     for r, c in [(1, 1), (5, 3), (37, 5), (128, 4), (129, 4), (130, 7),
@@ -741,6 +747,16 @@ def gen_all(out_dir, rng_seed=20261130):
     wh[:, 7] *= 30
     weight_case("weight_f32_heavy", wh, "f32")
     weight_case("weight_f32_tiny", rng.standard_normal((16, 64)) * 1e-30, "f32")
+    # amax where section 5's RN(RN(1/amax) * 2688) and the one division RN(2688/amax) differ, so
+    # these goldens tell the two apart (their own generator: the cases above and below keep
+    # their random streams).
+    rng2 = np.random.default_rng(31)
+    wr = np.clip(rng2.standard_normal((128, 256)) * 0.04, -0.17, 0.17)
+    wr[77, 130] = -0.171875                   # gs 0x46745D18, the division 0x46745D17
+    weight_case("weight_bf16_rcp", wr, "bf16")
+    wr = (rng2.standard_normal((32, 64)) * 1e37).astype(F32)
+    wr[5, 17] = bits_f32(np.uint32(0x7F47B01D))  # 2.65e38: 1/amax subnormal, 3 ulp apart
+    weight_case("weight_f32_rcp_huge", wr, "f32")
 
     # Whole op on exact-representable data (bit-exact out).
     m, n, k, g = 37, 128, 256, 9
@@ -787,7 +803,7 @@ def gen_all(out_dir, rng_seed=20261130):
     attn = (rng.standard_normal((m, k)) * 1.5).astype(F32)
     attn[:, rng.choice(k, size=4, replace=False)] *= 25   # outlier channels
     attn_bits = to_bf16_bits(attn)
-    act_gs = np.float32(2688) / np.float32(np.abs(bf16_to_f32(attn_bits)).max())
+    act_gs = global_scale(np.abs(bf16_to_f32(attn_bits)).max())
     w_bits = to_bf16_bits(rng.standard_normal((n, k)) * 0.03)
     wq, wsf, w_gs = both(quantize_weight, bf16_to_f32(w_bits))
     gate = to_bf16_bits((rng.standard_normal((g, n)) * 0.5).astype(F32))
@@ -866,6 +882,11 @@ def self_test():
     x[1, :2] = [7, 1]
     q, s = quantize_rows(x, np.float32(1))
     assert list(s[:, 0]) == [0x38, 0x39], s
+    # Section 5's two roundings, where one division would differ (1.25, 7: 1 ulp; 2.65e38:
+    # 1/amax subnormal, 3 ulp) and where it would not (6).
+    for amax, want in [(1.25, 0x45066667), (7.0, 0x43C00001), (6.0, 0x43E00000),
+                       (bits_f32(np.uint32(0x7F47B01D)), 0x05576042)]:
+        assert f32_bits(global_scale(amax)) == want, (amax, hex(f32_bits(global_scale(amax))))
     assert list(q[0, :3]) == [0x87, 0x62, 0x04], q[0]
     assert list(q[1, :1]) == [0x27], q[1]
     return True
