@@ -170,8 +170,9 @@ std::string FusedRowName(OutProjTile tile, const char* suffix = "") {
       suffix);
 }
 
-// Every config of the registry (kernels/device/tiles.h), all timed: SM120 owners see which is faster on
-// their part. `fused` is the registry's first, named: kAuto would follow the tuning cache.
+// Every config of the registry (kernels/device/tiles.h), all timed: SM120 owners see which is
+// faster on their part. `fused` is the registry's default, named: kAuto would follow the tuning
+// cache.
 template <OutProjTile kTile>
 absl::Status EnqueueFused(BenchContext& c, const Inputs& in, const RotationSet& s) {
   return RunFused(c, in, s, CheckMode::kAsync, kTile);
@@ -220,26 +221,28 @@ constexpr Contender kContenders[] = {
      nullptr},
     {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<kOutProjTileDefault>,
      EnqueueFused<kOutProjTileDefault>, TileName(kOutProjTileDefault)},
-    {"fused_128x256", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x256>,
-     EnqueueFused<OutProjTile::k128x256>, TileName(OutProjTile::k128x256)},
+    {"fused_128x256_lockstep", FusedFlops, FusedBytes, PrepareFused,
+     CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
+     TileName(OutProjTile::k128x256Lockstep)},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>, TileName(OutProjTile::k128x128)},
+    // The default's exposed epilogue, and one_warp_mma (the rate the skewed default's alone
+    // phases rest on).
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>,
      EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>, nullptr},
-    // The skewed config's: its exposed epilogue, and one_warp_mma (the rate its alone phases
-    // rest on; the lockstep default has no such phase).
-    {"fused_128x256_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>, nullptr},
-    {"fused_128x256_one_group", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>, nullptr},
+    {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>, nullptr},
+    // The lockstep config's exposed epilogue (the model's epilogue_ratio is measured on it).
+    {"fused_128x256_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>, nullptr},
 };
-// The fused rows are named as FusedRowName names their checks; the skewed ones' names assume the
-// skewed config is not the default.
-static_assert(kOutProjTileDefault != OutProjTile::k128x256,
-              "the skewed rows above are named fused_128x256*: rename them with the default");
+// The fused rows are named as FusedRowName names their checks; fused_one_group times the skewed
+// schedule's alone phases, which only the skewed default has.
+static_assert(kOutProjTileDefault == OutProjTile::k128x256,
+              "fused_one_group measures the skewed schedule: rename the rows with the default");
 
 }  // namespace
 

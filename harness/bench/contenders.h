@@ -9,18 +9,21 @@
 //                  128x4 layout + cuBLASLt NVFP4 GEMM (VEC16_UE4M3, f32 out) + the epilogue
 //                  (sm_100+ only; skipped with a message elsewhere)
 //   fused          minimax_h3_nvfp4_out_proj (//kernels:out_proj), one launch, the registry's
-//                  default tile, OutProjTile::k128x256Lockstep (named, not kAuto, which follows
-//                  the tuning cache)
-//   fused_128x256  the same with OutProjTile::k128x256 (skewed consumer groups)
+//                  default tile, OutProjTile::k128x256 (skewed consumer groups; named, not kAuto,
+//                  which follows the tuning cache)
+//   fused_128x256_lockstep  the same with OutProjTile::k128x256Lockstep (groups in step)
 //   fused_128x128  the same with OutProjTile::k128x128
 //   fused_no_epilogue  timing only: `fused` without its epilogue (timing_variants.h kNoEpilogue;
 //                  out not written): fused minus this = the default's exposed epilogue
-//   fused_128x256_no_epilogue  the same for fused_128x256
-//   fused_128x256_one_group  timing only: fused_128x256_no_epilogue with the second consumer
-//                  warpgroup's MMAs off too (timing_variants.h kOneGroupMma); its `one_warp_mma`
-//                  counter = the time of fused_128x256_no_epilogue / (2 x this): the tensor rate
-//                  one MMA warp per sub-partition sustains, the skewed config's one assumption
-//                  (its alone phases; the lockstep default has none), so it times the skewed one
+//   fused_one_group  timing only: fused_no_epilogue with the second consumer warpgroup's MMAs
+//                  off too (timing_variants.h kOneGroupMma); its `one_warp_mma` counter = the
+//                  time of fused_no_epilogue / (2 x this): the tensor rate one MMA warp per
+//                  sub-partition sustains, the skewed schedule's one assumption (its alone phases)
+//   fused_128x256_lockstep_no_epilogue  the lockstep config's exposed epilogue (the model's
+//                  epilogue_ratio input). Rows before the default moved to the skewed config
+//                  (results/ of 2026-12-01 and earlier): `fused` was the lockstep one and the
+//                  skewed rows were fused_128x256, fused_128x256_no_epilogue and
+//                  fused_128x256_one_group.
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

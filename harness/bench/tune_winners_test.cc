@@ -36,10 +36,10 @@ TEST(TuneWinners, Table) {
   const Row rows[] = {
       {{128, 4096}, false, "128:128x128@0.250000 4096:128x256_lockstep@1.725000 ", {}},
       {{4096, 128, 128}, false, "128:128x128@0.250000 4096:128x256_lockstep@1.725000 ", {}},
-      // A tie (0.3 and 0.3): the registry's order decides, the default (128x256_lockstep) first.
+      // A tie (0.3 and 0.3): the registry's order decides (128x256_lockstep is listed first).
       {{1}, false, "1:128x256_lockstep@0.300000 ", {}},
-      // The fast sm_90 build: only the default competes.
-      {{128, 4096}, true, "128:128x256_lockstep@0.330000 4096:128x256_lockstep@1.725000 ", {}},
+      // The fast sm_90 build: only the default (128x256) competes.
+      {{128, 4096}, true, "128:128x256@0.350000 4096:128x256@2.000000 ", {}},
       {{16, 128}, false, "128:128x128@0.250000 ", {16}},
       {{}, false, "", {}},
   };

@@ -174,7 +174,7 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
 }
 
 std::vector<Design> BuiltDesigns() {
-  return {CurrentLockstepDesign(), CurrentDesign(), Current128Design()};
+  return {CurrentDesign(), CurrentLockstepDesign(), Current128Design()};
 }
 
 std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, double x_unfused,

@@ -61,9 +61,10 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
                                                       const std::vector<int64_t>& ms,
                                                       const UncertaintyOptions& options);
 
-// The built configs in kernels/device/tiles.h's order: the default first (CurrentLockstepDesign()),
-// then the skewed (CurrentDesign()) and the 128x128 (Current128Design()) ones.
-// current_design_test checks the first against the registry's default config.
+// The built configs: the registry's default first (kernels/device/tiles.h kOutProjTileDefault:
+// the skewed 128x256, CurrentDesign()), then the others in the registry's order (the lockstep
+// 128x256, CurrentLockstepDesign(); the 128x128, Current128Design()). current_design_test checks
+// them against the registry's configs.
 std::vector<Design> BuiltDesigns();
 
 // `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P

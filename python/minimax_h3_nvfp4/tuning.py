@@ -63,6 +63,7 @@ def _bound():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = i32, argtypes
         lib.h3_tune_cache_close.restype, lib.h3_tune_cache_close.argtypes = None, [vp]
+        lib.h3_tune_default_tile.restype, lib.h3_tune_default_tile.argtypes = i32, []
         _lib = lib
     return _lib
 
@@ -136,8 +137,8 @@ def shape_key(props, n, k, sm90_emulation="faithful"):
 
 
 def default_tile():
-    """The registry's default config: the first after "auto" (kernels/device/tiles.h)."""
-    return next(t for t in _native.tiles() if t != "auto")
+    """The registry's default config (kernels/device/tiles.h kOutProjTileDefault), by name."""
+    return _names()[_bound().h3_tune_default_tile()]
 
 
 def heuristic_with_reason(props, m):

@@ -194,6 +194,8 @@ int32_t h3_tune_choose(H3TuneCache* cache, const H3DeviceProperties* device, int
   return Choose(kFn, cache, DeviceOf(*device), m, n, k, sm90_emulation, tile, tuned, why, why_len);
 }
 
+int32_t h3_tune_default_tile(void) { return static_cast<int32_t>(h3::kOutProjTileDefault); }
+
 int32_t h3_tune_heuristic(const H3DeviceProperties* device, int64_t m, int32_t* tile, char* rule,
                           int64_t rule_len) {
   constexpr char kFn[] = "h3_tune_heuristic";

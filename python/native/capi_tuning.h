@@ -65,6 +65,10 @@ int32_t h3_tune_choose(H3TuneCache* cache, const H3DeviceProperties* device, int
 int32_t h3_tune_heuristic(const H3DeviceProperties* device, int64_t m, int32_t* tile, char* rule,
                           int64_t rule_len);
 
+/* The registry's default config's code (kernels/device/tiles.h kOutProjTileDefault): what the
+ * heuristic falls back to; named there, not the registry's first. */
+int32_t h3_tune_default_tile(void);
+
 /* The keys the cache files a device and a shape under (the device's with this library's
  * version). */
 int32_t h3_tune_device_key(const H3DeviceProperties* device, char* buf, int64_t buf_len);

@@ -18,7 +18,7 @@ from minimax_h3_nvfp4 import _native, tuning
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_version": 13000}
-DEFAULT = "128x256_lockstep"  # the registry's default (kernels/device/tiles.h: the first config)
+DEFAULT = "128x256"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
 
 
 def runfile(rel):
@@ -109,8 +109,8 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("minimax_h3_nvfp4 %s" % minimax_h3_nvfp4.__version__, p.stdout)
         lines = p.stdout.splitlines()
         self.assertIn("  tile configs:   auto (the API's default: resolved per call, below), "
-                      "%s (the registry's default: auto's fallback), 128x256, 128x128" % DEFAULT,
-                      lines)
+                      "128x256_lockstep, %s (the registry's default: auto's fallback), 128x128"
+                      % DEFAULT, lines)
         if _native.device_count()[0] == 0:
             self.assertIn("CUDA devices: none: emulator only (", p.stdout)
             self.assertNotIn("on cuda:", p.stdout)

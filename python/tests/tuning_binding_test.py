@@ -25,7 +25,7 @@ H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 GB10 = {"name": "NVIDIA GB10", "major": 12, "minor": 1, "sm_count": 48, "driver_version": 13000}
-DEFAULT = "128x256_lockstep"  # the registry's default (kernels/device/tiles.h: the first config)
+DEFAULT = "128x256"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
 MS = [0, 1, 2, 5, 11, 16, 40, 100, 127, 128, 129, 255, 256, 300, 511, 512, 513, 1000, 1024,
       2047, 2048, 2049, 3000, 4096, 8192, 16384, 75856, 2 ** 31 - 1]
 
@@ -124,6 +124,7 @@ class BindingTest(unittest.TestCase):
         self.assertNotIn("open", calls)
 
     def test_heuristic_is_the_librarys(self):
+        self.assertEqual(tuning.default_tile(), DEFAULT)  # named by the library, not its first
         for major, minor, m, tile, rule in HEURISTIC:
             props = dict(H200, major=major, minor=minor)
             with self.subTest(major=major, m=m):
