@@ -64,14 +64,16 @@ def problem(m, n, k, g, seed):
 
 
 def act_global_scale(x_local, device, group_backend_device):
-    """RN(2688 / amax) over every rank's tokens: local amax, all-reduced with MAX."""
+    """RN(RN(1 / amax) * 2688) over every rank's tokens (contract section 5, as
+    calibration.act_global_scale): local amax, all-reduced with MAX."""
     amax = x_local.float().abs().amax() if x_local.numel() else torch.zeros(())
     amax = amax.reshape(1).to(group_backend_device)
     dist.all_reduce(amax, op=dist.ReduceOp.MAX)
     amax = amax.to(device)
     one = torch.ones(1, device=device)
-    return torch.where(amax > 0, torch.full_like(one, 2688.0) / torch.where(amax > 0, amax, one),
-                       one)
+    # The reciprocal, then the product: FlashInfer's (448 * 6) / amax as PyTorch evaluates it.
+    rcp = torch.where(amax > 0, amax, one).reciprocal()
+    return torch.where(amax > 0, rcp * 2688.0, one)
 
 
 def gather_rows(local, bounds, comm_device):

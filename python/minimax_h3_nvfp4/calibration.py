@@ -1,13 +1,16 @@
-"""The activation global scale: act_gs = RN(2688 / amax(|x|)) (2688 = 448 * 6, contract
-section 1), from a calibration sample of attention outputs; 1 when amax == 0. With a headroom
-h > 1, act_gs = RN(RN(2688 / amax) / h): activations up to h * amax quantize unclipped (above
-the scale's range UE4M3 saturates at 448, silently); h = 1 is the plain scale, bit for bit.
+"""The activation global scale: act_gs = RN(RN(1 / amax(|x|)) * 2688) (2688 = 448 * 6, contract
+section 5), from a calibration sample of attention outputs; 1 when amax == 0. The reciprocal
+first, then the product, each rounded to float32: FlashInfer's `(448 * 6) / amax` as PyTorch
+evaluates it (`Tensor.__rtruediv__` is `reciprocal() * other`), 1 ulp from RN(2688 / amax) for
+about a quarter of amax values. With a headroom h > 1, act_gs = RN(RN(RN(1 / amax) * 2688) / h),
+a true division by h: activations up to h * amax quantize unclipped (above the scale's range
+UE4M3 saturates at 448, silently); h = 1 is the plain scale, bit for bit.
 
 amax is taken over the sample's values as float32 (a float64 sample is rounded to float32 first,
 element by element, as the op would see it). A sample that cannot calibrate is refused, naming
 what is wrong: no values, a dtype other than a float one (an integer sample's amax is no
 activation range), a value not finite in float32 (NaN would give a scale of NaN, inf one of 0),
-or an amax so small that 2688 / amax overflows float32.
+or an amax so small that the scale overflows float32 (amax < 2688 / FLT_MAX).
 """
 
 import numpy as np
@@ -50,8 +53,11 @@ def _numpy_scale(sample):
     amax = np.float32(np.max(np.abs(x)))
     if amax == 0:
         return np.array([1.0], dtype=np.float32)
-    with np.errstate(over="ignore"):
-        v = np.float32(2688.0) / amax
+    with np.errstate(over="ignore", under="ignore"):
+        # Two float32 roundings, the reciprocal first (contract section 5); every operand is
+        # np.float32, so no NumPy version widens them.
+        r = np.float32(1.0) / amax
+        v = r * np.float32(2688.0)
     if not np.isfinite(v):
         raise _overflow_error(amax)
     return np.array([v], dtype=np.float32)
@@ -75,7 +81,7 @@ def act_global_scale(sample, headroom=1.0):
     ml_dtypes.bfloat16), float16, float32 or float64. A CUDA sample costs one host
     synchronization (the check that refuses a bad sample).
 
-    headroom: a float >= 1 (default 1: RN(2688 / amax) itself), the factor of room above the
+    headroom: a float >= 1 (default 1: RN(RN(1 / amax) * 2688) itself), the factor of room above the
     sample's amax (module docstring); examples/accuracy.py measures its effect.
 
     Raises:
@@ -102,14 +108,18 @@ def act_global_scale(sample, headroom=1.0):
         x = x.to(torch.float32)
     amax = x.abs().amax().to(torch.float32)
     one = torch.ones((), dtype=torch.float32, device=x.device)
-    v = torch.where(amax > 0, torch.full_like(one, 2688.0) / torch.where(amax > 0, amax, one),
-                    one)
+    # The reciprocal, then the product (contract section 5), spelled out: what `2688.0 / amax`
+    # gives in PyTorch, but `torch.tensor(2688.) / amax` would be the one division.
+    rcp = torch.where(amax > 0, amax, one).reciprocal()
+    v = torch.where(amax > 0, rcp * 2688.0, one)
     # amax is NaN or inf exactly where the sample has a non-finite value (amax propagates
-    # NaN); v is inf where 2688 / amax overflows. One synchronization for both.
+    # NaN); v is inf where the scale overflows. One synchronization for both.
     if not bool(torch.isfinite(amax) & torch.isfinite(v)):
         if not bool(torch.isfinite(amax)):
             bad = (~torch.isfinite(x)).nonzero()
             raise _non_finite_error(len(bad), x.numel(), bad[0].tolist())
         raise _overflow_error(amax.item())
     v = v.reshape(1)
+    # Headroom: a true division by a tensor (on CUDA, tensor / Python number is a multiply by
+    # the reciprocal).
     return v if h == 1 else v / torch.tensor(float(h), dtype=torch.float32, device=v.device)

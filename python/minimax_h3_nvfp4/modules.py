@@ -34,7 +34,8 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
     nn.Linear(K, N).weight), quantized once (quantize_minimax_h3_o_weight_nvfp4) and kept as
     buffers (o_weight_q, o_weight_sf, o_weight_global_scale), with the activation global scale
     as a buffer too (act_global_scale, float32 [1]): given, or calibrated from a sample of the
-    layer's inputs (RN(2688 / amax)). Buffers live on the weight's device and move with .to().
+    layer's inputs (RN(RN(1 / amax) * 2688)). Buffers live on the weight's device and move with
+    .to().
 
     forward(x [..., K] bf16, residual [..., N] bf16, gate [G, N] bf16,
             gate_index [...] int32 (or any integer tensor), *, out=None) -> bf16 [..., N].
@@ -134,8 +135,8 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
 
     @torch.no_grad()
     def calibrate(self, sample, headroom=1.0):
-        """Sets act_global_scale = RN(2688 / amax(|sample|)), divided by headroom (>= 1) when
-        given (calibration.act_global_scale: room above the sample's amax before UE4M3
+        """Sets act_global_scale = RN(RN(1 / amax(|sample|)) * 2688), divided by headroom (>= 1)
+        when given (calibration.act_global_scale: room above the sample's amax before UE4M3
         saturates); a bad sample is refused, at the cost of one host synchronization on a
         GPU."""
         self.act_global_scale.copy_(calibration.act_global_scale(
