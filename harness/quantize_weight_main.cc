@@ -33,7 +33,7 @@ Writes to --out_dir:
   o_weight_q.npy             u1  [N, K/2] E2M1x2 codes (low nibble = even k)
   o_weight_sf.npy            u1  [round_up(N,128), round_up(K/16,4)] UE4M3 block
                                           scales in the 128x4 swizzled layout
-  o_weight_global_scale.npy  <f4 [1]      RN(2688 / amax(W)), 1 when W is all zero
+  o_weight_global_scale.npy  <f4 [1]      RN(RN(1 / amax(W)) * 2688), 1 when W is all zero
 These are the weight files //harness:op reads. The three appear together or not
 at all (written into a temporary folder inside --out_dir, then renamed).
 Exit status: 0 on success (and for --help, --version), 1 when the weight is

@@ -326,7 +326,8 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
       o_weight_q: uint8 [N, K/2], o_weight_sf: uint8 [round_up(N,128), round_up(K/16,4)]
         (128x4 swizzled), o_weight_global_scale: float or float32 tensor [1] - the three results
         of quantize_minimax_h3_o_weight_nvfp4.
-      act_global_scale: float32 [1] (CUDA tensor on the GPU), the calibrated 2688 / amax.
+      act_global_scale: float32 [1] (CUDA tensor on the GPU), the calibrated
+        RN(RN(1 / amax) * 2688) (contract section 5).
       gate: bf16 [G, N], the gate_msa rows of the AdaLN table.
       gate_index: int32 [M], the gate row of each token; outside [0, G): out = residual.
       residual: bf16 [M, N].
@@ -416,7 +417,7 @@ def quantize_minimax_h3_o_weight_nvfp4(weight):
         ml_dtypes.bfloat16, or float32).
     Returns:
       (o_weight_q uint8 [N, K/2], o_weight_sf uint8 [round_up(N,128), round_up(K/16,4)] 128x4
-      swizzled, o_weight_global_scale float32 [1] = RN(2688 / amax)), on the weight's device
+      swizzled, o_weight_global_scale float32 [1] = RN(RN(1 / amax) * 2688)), on the weight's device
       (torch) or as NumPy arrays.
     Raises:
       TypeError: weight is not a torch tensor or NumPy array of bf16 (NumPy: uint16 bit
