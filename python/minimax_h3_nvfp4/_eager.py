@@ -94,7 +94,6 @@ _ROWS = tuple(o for o in _operands.OPERANDS if o.name in _NAMES)
 _DTYPES = tuple(TORCH_DTYPES[o.dtype][1] for o in _ROWS)
 _REQUIRED = tuple(i for i, o in enumerate(_ROWS) if o.role == "IN" and o.presence != "OPTIONAL")
 _VALUE_ROWS = tuple(i for i, o in enumerate(_ROWS) if o.presence == "OR_VALUE")
-_IS_VALUE = tuple(o.presence == "OR_VALUE" for o in _ROWS)
 _WRITTEN = tuple(i for i, o in enumerate(_ROWS) if o.role != "IN")
 _RES = next(i for i, o in enumerate(_ROWS) if o.presence == "IN_PLACE")
 _OUT, _ACTQ, _ACTSF = (_NAMES.index(n) for n in ("out", "act_q", "act_sf"))
@@ -179,6 +178,9 @@ def _word(name):
 
 
 _WORDS = tuple(_word(n) for n in _NAMES)
+_W_OUT = _WORDS[_OUT]
+# The host-value rows (a Python float instead of a tensor) and their struct fields.
+_VALUE_FIELDS = tuple((i, _NAMES[i] + "_value") for i in _VALUE_ROWS)
 _W_ACTQ, _W_ACTSF, _W_FLAGS = (_word(n) for n in ("act_q", "act_sf", "ready_flags"))
 _ALIGN = 256  # of each piece of the workspace (the C ABI needs 16)
 _MAX_PLANS = 256
@@ -395,72 +397,107 @@ def _launch(plan, dev, device, act_q, act_sf):
     del ws
 
 
+def _route_checks_source():
+    """The source of _route_checks(ops, sm90, gemm, tile), written out row by row from the
+    table: it runs on every eager call, and unrolled it costs a fraction of loops over the rows
+    (host time per call, NOTES.md). It returns (device, dev, out, act_q, act_sf, key) where the
+    call may run here, else None (the full route). key: (dev, sm90, gemm, tile, the operands'
+    shapes in table order; None for an operand not given, a host value, or an in-place
+    residual)."""
+    n = len(_ROWS)
+    bad = ("type({t}) not in _PLAIN or {t}.dtype not in _DTYPES[{i}] "
+           "or {t}.layout is not _STRIDED or {t}.device != device "
+           "or not {t}.is_contiguous() or (grad and {t}.requires_grad)")
+    lines = [
+        "def _route_checks(ops, sm90, gemm, tile):",
+        "    (%s,) = ops" % ", ".join("o%d" % i for i in range(n)),
+        "    if type(o0) not in _PLAIN:",
+        "        return None",
+        "    device = o0.device",
+        "    cuda = o0.is_cuda",
+        "    if cuda:",
+        "        dev = device.index",
+        "    elif o0.is_cpu:",
+        "        dev = -1",
+        "    else:",
+        "        return None",
+        # A required operand missing is the full route's TypeError; so in_place is only ever
+        # read with a residual (a missing residual and a missing out are two absent operands).
+        "    if %s:" % " or ".join("o%d is None" % i for i in _REQUIRED),
+        "        return None",
+    ]
+    if _NOT_ON_GPU:  # the quality options: the GPU refuses them, through the full route
+        lines += ["    if cuda and (%s):" % " or ".join("o%d is not None" % i for i in _NOT_ON_GPU),
+                  "        return None"]
+    for i in _VALUE_ROWS:  # a tensor, or a Python float for the host value
+        lines += ["    if type(o%d) not in _PLAIN and type(o%d) is not float:" % (i, i),
+                  "        return None"]
+    lines += [
+        "    out, act_q, act_sf = o%d, o%d, o%d" % (_OUT, _ACTQ, _ACTSF),
+        "    in_place = out is o%d" % _RES,
+        "    if cuda and (act_q is None) != (act_sf is None):",
+        "        return None",  # the GPU's error (both or neither), through the full route
+        "    if _forward_ad is not None and getattr(_forward_ad, '_current_level', -1) >= 0:",
+        "        return None",
+        # The route's checks: type, dtype, device, contiguity, grad (module docstring). A layout
+        # without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the full
+        # route's, as is anything that raises here.
+        "    grad = _C.is_grad_enabled()",
+        "    try:",
+    ]
+    for i in range(n):
+        cond = bad.format(t="o%d" % i, i=i)
+        if i in _VALUE_ROWS:
+            cond = "type(o%d) is not float and (%s)" % (i, cond)
+        elif i not in _REQUIRED:
+            cond = "o%d is not None and (%s)" % (i, cond)
+        lines += ["        if %s:" % cond, "            return None"]
+    lines += [
+        "    except RuntimeError:",
+        "        return None",
+        # Writing an inference tensor outside inference mode: the op's route refuses it.
+        "    if not _inference_mode() and (%s):" % " or ".join(
+            "(o%d is not None and o%d.is_inference())" % (i, i) for i in _WRITTEN),
+        "        return None",
+        "    a_shape = o0.shape",
+        "    if len(a_shape) != 2 or not a_shape[0]:",
+        "        return None",  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
+    ]
+    shapes = []
+    for i in range(n):
+        if i == 0:
+            shapes.append("a_shape")
+        elif i == _RES:
+            shapes.append("None if in_place else o%d.shape" % i)
+        elif i in _VALUE_ROWS:
+            shapes.append("None if type(o%d) is float else o%d.shape" % (i, i))
+        elif i in _REQUIRED:
+            shapes.append("o%d.shape" % i)
+        else:
+            shapes.append("None if o%d is None else o%d.shape" % (i, i))
+    lines.append("    return device, dev, out, act_q, act_sf, (dev, sm90, gemm, tile, %s)"
+                 % ", ".join("(%s)" % x for x in shapes))
+    return "\n".join(lines) + "\n"
+
+
+exec(compile(_route_checks_source(), "<minimax_h3_nvfp4._eager: _route_checks>", "exec"))
+
+
 def try_call(ops, sm90, gemm, tile):
     """The op's result, run here; or None where the call must take the full route (then
     nothing was written and nothing was allocated that outlives this call, the cached
     workspace aside). ops: the operands in _NAMES's order."""
-    attn_out = ops[0]
-    if type(attn_out) not in _PLAIN:
+    checked = _route_checks(ops, sm90, gemm, tile)  # noqa: F821 - defined by the exec above
+    if checked is None:
         return None
-    device = attn_out.device
-    cuda = attn_out.is_cuda
-    if cuda:
-        dev = device.index
-    elif attn_out.is_cpu:
-        dev = -1
-    else:
-        return None
-    # A required operand missing is the full route's TypeError; the loop below skips None as an
-    # optional operand not given. So `in_place` is only ever read with a residual: a missing
-    # residual and a missing out are two absent operands, not an in-place call.
-    for i in _REQUIRED:
-        if ops[i] is None:
-            return None
-    if cuda:
-        for i in _NOT_ON_GPU:
-            if ops[i] is not None:
-                return None
-    for i in _VALUE_ROWS:  # a tensor, or a Python float for the host value
-        if type(ops[i]) not in _PLAIN and type(ops[i]) is not float:
-            return None
-    out, act_q, act_sf = ops[_OUT], ops[_ACTQ], ops[_ACTSF]
-    in_place = out is ops[_RES]
-    if cuda and (act_q is None) != (act_sf is None):
-        return None  # the GPU's error (both or neither), through the full route
-    if _forward_ad is not None and getattr(_forward_ad, "_current_level", -1) >= 0:
-        return None
-    # The route's checks: type, dtype, device, contiguity, grad (module docstring). A layout
-    # without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the full
-    # route's, as is anything that raises here.
-    grad = _C.is_grad_enabled()
-    try:
-        for t, dtypes, value in zip(ops, _DTYPES, _IS_VALUE):
-            if t is None or value and type(t) is float:  # not given, or a host value
-                continue
-            if (type(t) not in _PLAIN or t.dtype not in dtypes or t.layout is not _STRIDED
-                    or t.device != device or not t.is_contiguous()
-                    or (grad and t.requires_grad)):
-                return None
-    except RuntimeError:
-        return None
-    if not _inference_mode():
-        # Writing an inference tensor outside inference mode: the op's route refuses it.
-        for i in _WRITTEN:
-            if ops[i] is not None and ops[i].is_inference():
-                return None
-    a_shape = attn_out.shape
-    if len(a_shape) != 2 or not a_shape[0]:
-        return None  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
-    shapes = [None if t is None or type(t) is float else t.shape for t in ops]  # float: a value
-    if in_place:
-        shapes[_RES] = None
-    key = (dev, sm90, gemm, tile, *shapes)
+    device, dev, out, act_q, act_sf, key = checked
+    cuda = dev >= 0
     plans = getattr(_tls, "plans", None)
     if plans is None:
         plans = _tls.plans = {}
     plan = plans.get(key)
     if plan is None:
-        plan = _build(cuda, dev, shapes, sm90, gemm, tile, cuda and act_q is None)
+        plan = _build(cuda, dev, key[4:], sm90, gemm, tile, cuda and act_q is None)
         if plan is None:
             return None
         if len(plans) >= _MAX_PLANS:
@@ -477,10 +514,10 @@ def try_call(ops, sm90, gemm, tile):
     w = plan.words
     for i, word in plan.pointers:
         w[word] = ops[i].data_ptr()
-    for i in _VALUE_ROWS:
+    for i, field in _VALUE_FIELDS:
         if type(ops[i]) is float:
-            setattr(plan.args, _NAMES[i] + "_value", ops[i])
-    w[_WORDS[_OUT]] = out.data_ptr()
+            setattr(plan.args, field, ops[i])
+    w[_W_OUT] = out.data_ptr()
     if not cuda:
         stats["fast"] += 1
         rc = _cpu(plan.ref)
