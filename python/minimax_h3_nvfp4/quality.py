@@ -16,7 +16,7 @@ so the residual also absorbs their rounding) is what the NVFP4 quantizer gets.
 
 import torch
 
-_RANKS = (16, 32, 48, 64)  # contract section 13: a multiple of 16 in 16..64
+RANKS = (16, 32, 48, 64)  # contract section 13: a multiple of 16 in 16..64 (the modules check it)
 
 
 def _channel_amax(x, k, name):
@@ -65,9 +65,9 @@ def lowrank_split(weight, rank):
     """(lora_down bf16 [r, K], lora_up bf16 [N, r], residual float32 [N, K]) of a float weight
     [N, K]: the top-`rank` singular triplets split as U sqrt(S), sqrt(S) V^T, rounded to bf16,
     and the residual weight - lora_up @ lora_down computed from the rounded factors."""
-    if rank not in _RANKS:
+    if rank not in RANKS:
         raise ValueError("lowrank must be one of %s (contract section 13: a multiple of 16 in "
-                         "16..64), got %r" % (", ".join(map(str, _RANKS)), rank))
+                         "16..64), got %r" % (", ".join(map(str, RANKS)), rank))
     w = weight.detach().to(torch.float32)
     n, k = w.shape
     if min(n, k) <= 2048:

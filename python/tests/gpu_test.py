@@ -450,6 +450,32 @@ class ModuleTest(unittest.TestCase):
                     r"NoneType$" % name):
                 gpu_mod(*(ops[:i] + [None] + ops[i + 1:]))
 
+    def test_module_with_options_is_refused(self):
+        # The kernel does not compute the quality options yet (issue 30): a module built with
+        # them on CUDA (smoothing factors, SVD and quantizer there) passes them to the op, which
+        # refuses them with the host API's error, not a result without them; the same module
+        # moved to the CPU computes them.
+        g = torch.Generator().manual_seed(43)
+        w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
+        x = torch.randn(64, 512, generator=g).to(torch.bfloat16)
+        res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
+        gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
+        idx = torch.randint(0, 9, (64,), generator=g, dtype=torch.int32)
+        for kw, name, section in (({"smooth_alpha": 0.5}, "act_smooth", 12),
+                                  ({"lowrank": 32}, "lora_down", 13)):
+            with self.subTest(option=name):
+                mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
+                    w.to(DEV), calibration_sample=x.to(DEV), **kw)
+                out = torch.full_like(res, float("nan")).to(DEV)
+                with self.assertRaisesRegex(
+                        ValueError, r"%s must be null \(None\): the GPU kernel does not "
+                        r"support it yet \(the CPU emulator computes it, contract section %d\)"
+                        % (name, section)):
+                    mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
+                self.assertTrue(bool(torch.isnan(out.float()).all()))  # nothing written
+                mod.cpu()
+                self.assertEqual(tuple(mod(x, res, gate, idx).shape), (64, 256))
+
     def test_calibration(self):
         x = torch.randn(128, 7168, dtype=torch.bfloat16, device=DEV)
         gs = calibration.act_global_scale(x)
