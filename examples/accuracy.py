@@ -5,9 +5,11 @@ and both, and static activation scales at several headrooms, against bf16 and f3
     ./bazelw run //examples:accuracy -- --m 256            (CPU: the bit-exact emulator)
     venv/bin/python examples/accuracy.py --device cuda --m 4096
 
-The op computes the options itself (act_smooth, lora_down, lora_up). The GPU kernel does not
-take them yet (it refuses them): with --device cuda the configurations with options run on the
-CPU emulator, the plain ones on the GPU.
+Each configuration is the module a user builds, NVFP4GatedResidualLinear.from_linear(linear,
+calibration_sample=..., smooth_alpha=0.5 or None, lowrank=32 or 0), its scales set by
+calibrate(sample, headroom); the op computes the options itself (act_smooth, lora_down,
+lora_up). The GPU kernel does not take them yet (it refuses them): with --device cuda the
+configurations with options run on the CPU emulator, the plain ones on the GPU.
 
 Families: gaussian; t(4) with log-normal channel scales and 0.5% outlier channels x30-60
 (issue 30's H200 check); a user's activations (`--activations X.npy`, [rows, K], its first half
@@ -33,10 +35,7 @@ except ImportError:  # the examples' convention: say what is missing, no traceba
     sys.stderr.write("accuracy.py: error: torch is required (README.md \"Python\")\n")
     sys.exit(1)
 
-from minimax_h3_nvfp4 import quality
-from minimax_h3_nvfp4.diffusion_ops import (minimax_h3_nvfp4_out_proj,
-                                            quantize_minimax_h3_o_weight_nvfp4)
-from minimax_h3_nvfp4 import calibration
+from minimax_h3_nvfp4 import NVFP4GatedResidualLinear
 
 HEADROOMS = (1.0, 1.25, 1.5, 2.0)
 DEFAULT_HEADROOM = 1.0
@@ -59,50 +58,33 @@ def family(name, rows, k, gen, device):
     return mk().to(torch.bfloat16).to(device), mk().to(torch.bfloat16).to(device)
 
 
-def act_scale(sample, headroom):
-    """RN(act_gs / headroom), act_gs = RN(RN(1 / amax) * 2688) (calibration): the static scale
-    with room above the calibrated amax."""
-    gs = calibration.act_global_scale(sample)
-    return (gs / torch.tensor(headroom, dtype=torch.float32, device=gs.device)).to(torch.float32)
-
-
 class Config:
-    """One way to run the layer: the op's operands for weight w [N, K] from a calibration
-    batch."""
+    """One way to run the layer: the module from_linear builds for weight w [N, K] from a
+    calibration batch, with smoothing (SmoothQuant's alpha 0.5) and / or a rank-`rank` branch."""
 
     def __init__(self, name, w, calib, smooth, rank):
-        self.name, self.rank = name, rank
-        self.act_smooth = quality.smoothing_factors(calib, w) if smooth else None
-        ws = quality.smooth_weight(w, self.act_smooth) if smooth else w.to(torch.float32)
-        self.lora = None
-        if rank:
-            down, up, ws = quality.lowrank_split(ws, rank)
-            self.lora = (down, up)
-        self.wq, self.wsf, self.wgs = quantize_minimax_h3_o_weight_nvfp4(ws)
-        self.calib = self.smoothed(calib)
+        self.name, self.calib = name, calib
+        # The GPU kernel refuses the options (not implemented yet): the emulator runs them.
+        self.dev = torch.device("cpu") if smooth or rank else w.device
+        n, k = w.shape
+        linear = torch.nn.utils.skip_init(torch.nn.Linear, k, n, bias=False, dtype=w.dtype,
+                                          device=self.dev)
+        with torch.no_grad():
+            linear.weight.copy_(w)
+        self.mod = NVFP4GatedResidualLinear.from_linear(
+            linear, calibration_sample=calib.to(self.dev), smooth_alpha=0.5 if smooth else None,
+            lowrank=rank)
 
-    def smoothed(self, x):
-        return x if self.act_smooth is None else quality.smooth_activations(x, self.act_smooth)
-
-    def run(self, x, act_gs):
-        n = self.wq.shape[0]
-        m = x.shape[0]
-        gate = torch.ones(1, n, dtype=torch.bfloat16, device=x.device)
-        gi = torch.zeros(m, dtype=torch.int32, device=x.device)
-        res = torch.zeros(m, n, dtype=torch.bfloat16, device=x.device)
+    def run(self, x, sample, headroom):
+        """The layer on x with its static scale calibrated on sample (smoothed by the module
+        as the op smooths x) with the headroom."""
+        self.mod.calibrate(sample.to(self.dev), headroom)
+        n, m = self.mod.out_features, x.shape[0]
+        gate = torch.ones(1, n, dtype=torch.bfloat16, device=self.dev)
+        gi = torch.zeros(m, dtype=torch.int32, device=self.dev)
+        res = torch.zeros(m, n, dtype=torch.bfloat16, device=self.dev)
         # gate 1, residual 0: out = bf16(v), the projection as a bf16 linear returns it.
-        kw = {}
-        if self.act_smooth is not None:
-            kw["act_smooth"] = self.act_smooth
-        if self.lora is not None:
-            kw["lora_down"], kw["lora_up"] = self.lora
-        ops = (x, self.wq, self.wsf, self.wgs, act_gs, gate, gi, res)
-        if kw and x.is_cuda:
-            # The GPU kernel refuses the options (not implemented yet): the emulator runs them.
-            y = minimax_h3_nvfp4_out_proj(*(t.cpu() for t in ops),
-                                          **{k: v.cpu() for k, v in kw.items()})
-            return y.to(x.device)
-        return minimax_h3_nvfp4_out_proj(*ops, **kw)
+        return self.mod(x.to(self.dev), res, gate, gi).to(x.device)
 
 
 def rel_l2(y, ref):
@@ -149,13 +131,13 @@ def main(argv=None):
                    Config("lowrank%d" % RANK, w, calib, False, RANK),
                    Config("smooth+lowrank%d" % RANK, w, calib, True, RANK)]
         for c in configs:
-            scales = [("static %.3g" % h, act_scale(c.calib, h), h) for h in HEADROOMS]
-            scales.append(("dynamic", act_scale(c.smoothed(x), 1.0), None))
-            for label, gs, h in scales:
+            scales = [("static %.3g" % h, c.calib, h) for h in HEADROOMS]
+            scales.append(("dynamic", x, None))
+            for label, sample, h in scales:
                 if h not in (DEFAULT_HEADROOM, None) and c.name not in ("plain",
                                                                          "smooth+lowrank32"):
                     continue
-                y = c.run(x, gs)
+                y = c.run(x, sample, 1.0 if h is None else h)
                 e16, e32 = rel_l2(y, ref16), rel_l2(y, ref32)
                 print("%-9s %-20s %-12s %9.4f %12.4f" % (fam, c.name, label, e16, e32))
                 if h == DEFAULT_HEADROOM:
