@@ -34,6 +34,12 @@ absl::StatusOr<float> WeightGlobalScale(float amax) {
     return absl::OutOfRangeError(
         absl::StrFormat("weight: amax = %g makes the global scale 2688/amax overflow f32", amax));
   }
+  if (!(out > 0.0f)) {  // only where the process flushes subnormals (FTZ/DAZ set by a caller)
+    return absl::InternalError(absl::StrFormat(
+        "weight: amax = %g gave the global scale %g: subnormals are flushed in this process "
+        "(FTZ/DAZ), which the contract's RN(1 / amax) forbids",
+        amax, out));
+  }
   return out;
 }
 

@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "core/global_scale.h"
 #include "core/scale_layout.h"
+#include "kernels/device/target_facts.h"
 #include "kernels/weight_quant/weight_quant_kernel.h"
 
 namespace h3 {
@@ -55,10 +57,20 @@ absl::Status CheckDevice() {
   e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   if (e != cudaSuccess) return CudaError(e, "cudaDeviceGetAttribute(compute capability)");
-  if (major == 12 || (major == 9 && minor == 0)) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrFormat(
-      "%s: device %d has compute capability %d.%d; supported: 12.x (sm_120f) and 9.0 (sm_90a)", kFn,
-      dev, major, minor));
+  // Its kernels are built for the fused kernel's targets (kernels/device/target_facts.h).
+  if (kernels::FindTarget(major, minor, /*sm90_fast=*/false) != nullptr) return absl::OkStatus();
+  std::string supported;
+  for (const kernels::TargetFacts* t : kernels::kTargets) {
+    const std::string cc = t->cc_minor == kernels::kAnyMinor
+                               ? absl::StrFormat("%d.x", t->cc_major)
+                               : absl::StrFormat("%d.%d", t->cc_major, t->cc_minor);
+    if (supported.find(cc) == std::string::npos) {
+      supported += (supported.empty() ? "" : ", ") + cc;
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrFormat("%s: device %d has compute capability %d.%d; supported: %s", kFn, dev, major,
+                      minor, supported));
 }
 
 // A kernel given host memory would fault and lose the context: refused by name instead.

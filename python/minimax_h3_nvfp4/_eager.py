@@ -72,6 +72,7 @@ import torch
 
 from . import _native
 from . import _operands
+from . import _route
 from . import _torch_op
 from . import tuning
 
@@ -397,90 +398,9 @@ def _launch(plan, dev, device, act_q, act_sf):
     del ws
 
 
-def _route_checks_source():
-    """The source of _route_checks(ops, sm90, gemm, tile), written out row by row from the
-    table: it runs on every eager call, and unrolled it costs a fraction of loops over the rows
-    (host time per call, NOTES.md). It returns (device, dev, out, act_q, act_sf, key) where the
-    call may run here, else None (the full route). key: (dev, sm90, gemm, tile, the operands'
-    shapes in table order; None for an operand not given, a host value, or an in-place
-    residual)."""
-    n = len(_ROWS)
-    bad = ("type({t}) not in _PLAIN or {t}.dtype not in _DTYPES[{i}] "
-           "or {t}.layout is not _STRIDED or {t}.device != device "
-           "or not {t}.is_contiguous() or (grad and {t}.requires_grad)")
-    lines = [
-        "def _route_checks(ops, sm90, gemm, tile):",
-        "    (%s,) = ops" % ", ".join("o%d" % i for i in range(n)),
-        "    if type(o0) not in _PLAIN:",
-        "        return None",
-        "    device = o0.device",
-        "    cuda = o0.is_cuda",
-        "    if cuda:",
-        "        dev = device.index",
-        "    elif o0.is_cpu:",
-        "        dev = -1",
-        "    else:",
-        "        return None",
-        # A required operand missing is the full route's TypeError; so in_place is only ever
-        # read with a residual (a missing residual and a missing out are two absent operands).
-        "    if %s:" % " or ".join("o%d is None" % i for i in _REQUIRED),
-        "        return None",
-    ]
-    if _NOT_ON_GPU:  # the quality options: the GPU refuses them, through the full route
-        lines += ["    if cuda and (%s):" % " or ".join("o%d is not None" % i for i in _NOT_ON_GPU),
-                  "        return None"]
-    for i in _VALUE_ROWS:  # a tensor, or a Python float for the host value
-        lines += ["    if type(o%d) not in _PLAIN and type(o%d) is not float:" % (i, i),
-                  "        return None"]
-    lines += [
-        "    out, act_q, act_sf = o%d, o%d, o%d" % (_OUT, _ACTQ, _ACTSF),
-        "    in_place = out is o%d" % _RES,
-        "    if cuda and (act_q is None) != (act_sf is None):",
-        "        return None",  # the GPU's error (both or neither), through the full route
-        "    if _forward_ad is not None and getattr(_forward_ad, '_current_level', -1) >= 0:",
-        "        return None",
-        # The route's checks: type, dtype, device, contiguity, grad (module docstring). A layout
-        # without strides (sparse: is_contiguous() may say True, data_ptr() raises) is the full
-        # route's, as is anything that raises here.
-        "    grad = _C.is_grad_enabled()",
-        "    try:",
-    ]
-    for i in range(n):
-        cond = bad.format(t="o%d" % i, i=i)
-        if i in _VALUE_ROWS:
-            cond = "type(o%d) is not float and (%s)" % (i, cond)
-        elif i not in _REQUIRED:
-            cond = "o%d is not None and (%s)" % (i, cond)
-        lines += ["        if %s:" % cond, "            return None"]
-    lines += [
-        "    except RuntimeError:",
-        "        return None",
-        # Writing an inference tensor outside inference mode: the op's route refuses it.
-        "    if not _inference_mode() and (%s):" % " or ".join(
-            "(o%d is not None and o%d.is_inference())" % (i, i) for i in _WRITTEN),
-        "        return None",
-        "    a_shape = o0.shape",
-        "    if len(a_shape) != 2 or not a_shape[0]:",
-        "        return None",  # M = 0 or not 2-D: rare, the full route (its checks, its errors)
-    ]
-    shapes = []
-    for i in range(n):
-        if i == 0:
-            shapes.append("a_shape")
-        elif i == _RES:
-            shapes.append("None if in_place else o%d.shape" % i)
-        elif i in _VALUE_ROWS:
-            shapes.append("None if type(o%d) is float else o%d.shape" % (i, i))
-        elif i in _REQUIRED:
-            shapes.append("o%d.shape" % i)
-        else:
-            shapes.append("None if o%d is None else o%d.shape" % (i, i))
-    lines.append("    return device, dev, out, act_q, act_sf, (dev, sm90, gemm, tile, %s)"
-                 % ", ".join("(%s)" % x for x in shapes))
-    return "\n".join(lines) + "\n"
-
-
-exec(compile(_route_checks_source(), "<minimax_h3_nvfp4._eager: _route_checks>", "exec"))
+exec(compile(_route.route_checks_source(len(_ROWS), _REQUIRED, _NOT_ON_GPU, _VALUE_ROWS, _WRITTEN,
+                                        _OUT, _ACTQ, _ACTSF, _RES),
+             "<minimax_h3_nvfp4._eager: _route_checks>", "exec"))
 
 
 def try_call(ops, sm90, gemm, tile):

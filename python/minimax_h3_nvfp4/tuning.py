@@ -35,7 +35,7 @@ _TEXT_BYTES = 512  # H3_TUNE_TEXT_BYTES: holds every string of a function withou
 # Counts changes of what resolve() may answer (a cache written, or reset): callers that keep a
 # resolved tile (the eager fast path's plans) resolve again when it moved.
 generation = 0
-_memo = {}  # (device index, m, n, k, sm90_emulation) -> tile code, for this generation
+_memo = {}  # (device index, m, n, k, sm90_emulation) -> (generation asked in, tile code)
 _lib = None
 
 
@@ -243,20 +243,20 @@ def resolve(device_index, m, n, k, sm90_emulation):
     """The tile code tile="auto" runs with on CUDA device `device_index` (_eager, _torch_op): the
     library's answer, a dict lookup after the first call with these arguments."""
     key = (device_index, m, n, k, sm90_emulation)
-    code = _memo.get(key)
-    if code is not None:
-        return code
+    hit = _memo.get(key)
+    if hit is not None and hit[0] == generation:
+        return hit[1]
     asked_in = generation
     tile, tuned = ctypes.c_int32(0), ctypes.c_int32(0)
     _text(_bound().h3_tune_resolve, int(device_index), int(m), int(n), int(k),
           _emulation(sm90_emulation), ctypes.byref(tile), ctypes.byref(tuned))
     _say(None)
-    # ctypes releases the GIL during the call: a reset() meanwhile may have made this answer
-    # stale, and it must not outlive the generation it was asked in.
-    if generation == asked_in:
-        if len(_memo) > 4096:  # many distinct M: keep the memo bounded
-            _memo.clear()
-        _memo[key] = tile.value
+    # ctypes releases the GIL during the call, and a reset() may clear the memo between any two
+    # bytecodes here: each answer carries the generation it was asked in and is used only in
+    # that generation, so a stale one is never read.
+    if len(_memo) > 4096:  # many distinct M: keep the memo bounded
+        _memo.clear()
+    _memo[key] = (asked_in, tile.value)
     return tile.value
 
 

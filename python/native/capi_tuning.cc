@@ -27,8 +27,8 @@
 struct H3TuneCache {
   h3::TuneCacheFile* file;  // the process's, or `owned`
   std::unique_ptr<h3::TuneCacheFile> owned;
-  // Guards pending and listed. Taken before file's own lock where both are held (reload,
-  // record); never while file's is held.
+  // Guards pending and listed, and orders every use of `file` that reports warnings or rows
+  // against reload and record. Taken before file's own lock; never while file's is held.
   std::mutex mu;
   std::vector<std::string> pending;        // warnings not handed out
   std::vector<h3::TuneCache::Row> listed;  // h3_tune_cache_rows' last list
@@ -44,9 +44,8 @@ H3TuneCache* Of(H3TuneCache* cache) {
   return cache != nullptr ? cache : process;
 }
 
+// Under c->mu (held by the caller).
 void Keep(H3TuneCache* c, std::vector<std::string>* fresh) {
-  if (fresh->empty()) return;
-  std::lock_guard<std::mutex> lock(c->mu);
   for (std::string& w : *fresh) c->pending.push_back(std::move(w));
 }
 
@@ -119,6 +118,10 @@ int32_t Choose(const char* fn, H3TuneCache* cache, const h3::TuneDevice& device,
   }
   H3TuneCache* c = Of(cache);
   std::vector<std::string> fresh;
+  // c->mu across the file's answer and its warnings, in reload's lock order (c->mu, then the
+  // file's): a reload cannot fall between them, so no warning of an old reading is kept after
+  // the reload cleared the old ones.
+  std::lock_guard<std::mutex> lock(c->mu);
   const h3::TuneCache::Choice choice =
       c->file->Choose(device, m, n, k, Variant(device, sm90_emulation), &fresh);
   Keep(c, &fresh);
@@ -265,9 +268,9 @@ int32_t h3_tune_cache_rows(H3TuneCache* cache, int64_t* count) {
   if (count == nullptr) return Fail(Null(kFn, "count"), kFn);
   H3TuneCache* c = Of(cache);
   std::vector<std::string> fresh;
+  std::lock_guard<std::mutex> lock(c->mu);  // as Choose: no stale list or warning after a reload
   std::vector<h3::TuneCache::Row> rows = c->file->Rows(&fresh);
   Keep(c, &fresh);
-  std::lock_guard<std::mutex> lock(c->mu);
   c->listed = std::move(rows);
   *count = static_cast<int64_t>(c->listed.size());
   return Done(absl::OkStatus(), kFn);
