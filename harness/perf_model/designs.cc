@@ -64,7 +64,7 @@ Design Current128Design() {
 
 Design CurrentLockstepDesign() {
   // kernels/device/config.cuh Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
-  // (tiles.h's 128x256_lockstep, the default): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
+  // (tiles.h's 128x256_lockstep): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
   // setmaxnreg 56 / 224 (ptxas sm_120f: 0 spills), the first wave's rows quantized k-chunk by
   // k-chunk (work_units.h: at most 8 chunks, not one per stage). Epilogue as in
   // Current128Design.

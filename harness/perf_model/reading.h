@@ -74,13 +74,13 @@ std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, do
                          double goal_tflops = 1250);
 
 // The inputs a first SM12x run measures, as the model has them for a design and problem: the
-// bench prints them beside its measurements (fused_128x256_one_group's one_warp_mma, fused -
+// bench prints them beside its measurements (fused_one_group's one_warp_mma, fused -
 // fused_no_epilogue, ...).
 struct MeasurableInputs {
   double one_warp_mma = 0;    // Hardware::single_warp_mma (eta)
   double epilogue_ratio = 0;  // Hardware::epilogue_ratio, inside the exposed epilogue below
   // The call's exposed epilogue on the bench's scale: (t(design) - t(design, Epilogue::kNone))
-  // / (calibration x hand efficiency), what `fused - fused_no_epilogue` measures.
+  // / (calibration x hand efficiency), what `fused_128x256_lockstep - fused_128x256_lockstep_no_epilogue` measures.
   double exposed_epilogue_s = 0;
   double tma_latency_s = 0;         // unloaded stage latency (Hardware::tma_latency_s)
   double tma_latency_loaded_s = 0;  // at the modelled L2 utilisation below

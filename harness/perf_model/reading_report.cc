@@ -55,8 +55,8 @@ void PrintTable(const std::vector<Design>& designs, const std::vector<int64_t>& 
 // The SM12x measurement that settles an assumed input.
 const char* MeasuredBy(const std::string& name) {
   if (name == "hand_kernel_efficiency") return "bench fused vs its model_ms";
-  if (name == "single_warp_mma") return "bench fused_128x256_one_group (one_warp_mma)";
-  if (name == "epilogue_ratio") return "bench fused - fused_no_epilogue";
+  if (name == "single_warp_mma") return "bench fused_one_group (one_warp_mma)";
+  if (name == "epilogue_ratio") return "bench fused_128x256_lockstep - fused_128x256_lockstep_no_epilogue";
   if (name == "tma_latency_s" || name == "l2_queueing") {
     return "TMA round trip of a stage, alone and under an L2 load";
   }

@@ -172,7 +172,7 @@ void PrintCap(const Hardware& h, const Calibration& cal, const std::vector<int64
   // tensor pipes at `single_warp_mma` of the full rate.
   std::printf(
       "  `current` (skewed) if one MMA warp per sub-partition ran at eta of the full "
-      "rate (default %.2f), beside `current_lockstep`, the default (calibrated TFLOP/s):\n  %8s",
+      "rate (default %.2f), beside `current_lockstep` (calibrated TFLOP/s):\n  %8s",
       h.single_warp_mma.value, "M");
   const double etas[] = {1.0, 0.85, 0.7, 0.5};
   for (double eta : etas) std::printf("  %9s", absl::StrFormat("eta %.2f", eta).c_str());

@@ -186,7 +186,7 @@ struct OutProjConfig {
   static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
 };
 
-// The default (OutProjTile::k128x256Lockstep, tiles.h's first line): 128 x 256, BK = 128, both
+// OutProjTile::k128x256Lockstep: 128 x 256, BK = 128, both
 // warpgroups in lockstep on one ring of 3 stages of 26 KiB (+ 2 activation-scale slots): 83 KiB
 // of the 99 KiB; 64 x 64 warp tiles with setmaxnreg 56 / 224. The 128 x 256 tile halves the L2
 // and shared-memory bytes per MMA of the 128 x 128 one (the v2 ladder's L2 rung).
