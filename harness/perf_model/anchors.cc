@@ -13,8 +13,9 @@
 namespace h3::perf_model {
 namespace {
 
-// A GEMM alone in the CUTLASS SM120 block-scaled style (sm120_blockscaled_mma_builder.inl,
-// sm120_blockscaled_mma_tma.hpp; ../shared/notes/sm120-anchors.md): scales TMA'd per stage in
+// A GEMM alone in the CUTLASS SM120 block-scaled style (NVIDIA/cutlass
+// include/cutlass/gemm/collective/sm120_blockscaled_mma_tma.hpp and builders/
+// sm120_blockscaled_mma_builder.inl): scales TMA'd per stage in
 // 128x4 atoms, one producer warpgroup, setmaxnreg 40 / 232, persistent, D stored (bf16/fp16).
 Design Gemm(const std::string& name, int bm, int bn, int bk, int stages, int warps_m, int warps_n) {
   Design d;
