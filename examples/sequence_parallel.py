@@ -34,7 +34,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from minimax_h3_nvfp4 import NVFP4GatedResidualLinear
+from minimax_h3_nvfp4 import NVFP4GatedResidualLinear, calibration
 
 
 def shard_bounds(m, world):
@@ -69,11 +69,7 @@ def act_global_scale(x_local, device, group_backend_device):
     amax = x_local.float().abs().amax() if x_local.numel() else torch.zeros(())
     amax = amax.reshape(1).to(group_backend_device)
     dist.all_reduce(amax, op=dist.ReduceOp.MAX)
-    amax = amax.to(device)
-    one = torch.ones(1, device=device)
-    # The reciprocal, then the product: FlashInfer's (448 * 6) / amax as PyTorch evaluates it.
-    rcp = torch.where(amax > 0, amax, one).reciprocal()
-    return torch.where(amax > 0, rcp * 2688.0, one)
+    return calibration.global_scale_of_amax(amax.to(device))
 
 
 def gather_rows(local, bounds, comm_device):

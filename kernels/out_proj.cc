@@ -54,9 +54,7 @@ std::string SupportedTargets() {
   std::string out;
   for (const kernels::TargetFacts* t : kernels::kTargets) {
     if (!out.empty()) out += ", ";
-    out += t->cc_minor == kernels::kAnyMinor
-               ? absl::StrFormat("%d.x (%s)", t->cc_major, t->description)
-               : absl::StrFormat("%d.%d (%s)", t->cc_major, t->cc_minor, t->description);
+    out += absl::StrFormat("%s (%s)", kernels::CapabilityName(*t), t->description);
   }
   return out;
 }

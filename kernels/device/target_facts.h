@@ -8,6 +8,7 @@
 // to its architecture policy and kernels. A new target is one struct here and one there.
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/device/tiles.h"
 
@@ -73,6 +74,12 @@ constexpr const TargetFacts* FindTarget(int major, int minor, bool sm90_fast) {
     }
   }
   return nullptr;
+}
+
+// The devices a target runs on, as messages write them: "12.x" (every minor) or "9.0".
+inline std::string CapabilityName(const TargetFacts& t) {
+  return std::to_string(t.cc_major) + "." +
+         (t.cc_minor == kAnyMinor ? std::string("x") : std::to_string(t.cc_minor));
 }
 
 // The facts of a build.

@@ -277,18 +277,25 @@ std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant) {
   return absl::StrFormat("n=%d k=%d %s", n, k, variant);
 }
 
-OutProjTile TuneHeuristic(int major, int64_t m) {
+namespace {
+
+// The target whose small-M rule takes M, else nullptr (the default config).
+const kernels::TargetFacts* SmallMTarget(int major, int64_t m) {
   const kernels::TargetFacts* t = TargetOfMajor(major, false);
-  if (t != nullptr && t->small_m > 0 && m <= t->small_m) return t->small_m_tile;
-  return kOutProjTileDefault;
+  return t != nullptr && t->small_m > 0 && m <= t->small_m ? t : nullptr;
+}
+
+}  // namespace
+
+OutProjTile TuneHeuristic(int major, int64_t m) {
+  const kernels::TargetFacts* t = SmallMTarget(major, m);
+  return t != nullptr ? t->small_m_tile : kOutProjTileDefault;
 }
 
 std::string TuneHeuristicRule(int major, int64_t m) {
-  const kernels::TargetFacts* t = TargetOfMajor(major, false);
-  if (t != nullptr && t->small_m > 0 && m <= t->small_m) {
-    return absl::StrFormat("M <= %d on %s", t->small_m, t->family);
-  }
-  return "the default config";
+  const kernels::TargetFacts* t = SmallMTarget(major, m);
+  return t != nullptr ? absl::StrFormat("M <= %d on %s", t->small_m, t->family)
+                      : std::string("the default config");
 }
 
 int64_t NearestTuneBucket(const std::vector<int64_t>& sorted, int64_t m) {

@@ -61,9 +61,7 @@ absl::Status CheckDevice() {
   if (kernels::FindTarget(major, minor, /*sm90_fast=*/false) != nullptr) return absl::OkStatus();
   std::string supported;
   for (const kernels::TargetFacts* t : kernels::kTargets) {
-    const std::string cc = t->cc_minor == kernels::kAnyMinor
-                               ? absl::StrFormat("%d.x", t->cc_major)
-                               : absl::StrFormat("%d.%d", t->cc_major, t->cc_minor);
+    const std::string cc = kernels::CapabilityName(*t);  // two sm_90 targets: one "9.0"
     if (supported.find(cc) == std::string::npos) {
       supported += (supported.empty() ? "" : ", ") + cc;
     }

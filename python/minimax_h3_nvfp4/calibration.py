@@ -73,6 +73,19 @@ def _check_headroom(headroom):
     return np.float32(h)
 
 
+def global_scale_of_amax(amax):
+    """The scale of a float32 torch tensor of amax values, elementwise: RN(RN(1 / amax) * 2688)
+    where amax > 0, else 1 (contract section 5), on amax's device; no checks (an amax of inf or
+    NaN, or one whose scale overflows, comes back non-finite). act_global_scale's torch path, and
+    for callers that reduce amax themselves (examples/sequence_parallel.py: across ranks)."""
+    import torch  # a torch tensor: torch is there
+    one = torch.ones((), dtype=torch.float32, device=amax.device)
+    # The reciprocal, then the product, spelled out: what `2688.0 / amax` gives in PyTorch, but
+    # `torch.tensor(2688.) / amax` would be the one division.
+    rcp = torch.where(amax > 0, amax, one).reciprocal()
+    return torch.where(amax > 0, rcp * 2688.0, one)
+
+
 def act_global_scale(sample, headroom=1.0):
     """float32 [1]: a torch tensor on the sample's device, or a NumPy array for a NumPy sample.
 
@@ -107,11 +120,7 @@ def act_global_scale(sample, headroom=1.0):
     if x.dtype == torch.float64:
         x = x.to(torch.float32)
     amax = x.abs().amax().to(torch.float32)
-    one = torch.ones((), dtype=torch.float32, device=x.device)
-    # The reciprocal, then the product (contract section 5), spelled out: what `2688.0 / amax`
-    # gives in PyTorch, but `torch.tensor(2688.) / amax` would be the one division.
-    rcp = torch.where(amax > 0, amax, one).reciprocal()
-    v = torch.where(amax > 0, rcp * 2688.0, one)
+    v = global_scale_of_amax(amax)
     # amax is NaN or inf exactly where the sample has a non-finite value (amax propagates
     # NaN); v is inf where the scale overflows. One synchronization for both.
     if not bool(torch.isfinite(amax) & torch.isfinite(v)):
