@@ -98,7 +98,7 @@ TEST(ExactSum, Table) {
 // __float128 -> float conversion rounds once, to nearest-even.
 TEST(ExactSum, AgreesWithQuadOnModerateRanges) {
   std::seed_seq seed{30};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   for (int trial = 0; trial < 2000; ++trial) {
     ExactSum s;
     __float128 q = 0;

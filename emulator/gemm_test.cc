@@ -22,7 +22,7 @@ struct Operand {
 };
 
 // Random full-entropy operand: any code, scales in [lo_sf, hi_sf].
-Operand RandomOperand(absl::BitGen& gen, int64_t rows, int64_t k, int lo_sf, int hi_sf) {
+Operand RandomOperand(TestRng& gen, int64_t rows, int64_t k, int lo_sf, int hi_sf) {
   Operand o{rows, k, std::vector<uint8_t>(rows * k / 2), std::vector<uint8_t>(rows * k / 16)};
   for (auto& c : o.codes) c = absl::Uniform<uint8_t>(gen, 0, 255);
   for (auto& s : o.scales)
@@ -57,7 +57,7 @@ TEST(ScaledInt128ToF32, RoundingTable) {
 
 TEST(Gemm, ExactDataIsExactAndBoundIsZero) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   // Codes of magnitude <= 2 (0..4, 8..12), scales 2^-2..2^0: products multiples of 2^-6,
   // |sum| <= 512 * 4 -> every partial sum is exact.
   Operand a{16, 512, std::vector<uint8_t>(16 * 256), std::vector<uint8_t>(16 * 32)};
@@ -87,7 +87,7 @@ TEST(Gemm, ExactDataIsExactAndBoundIsZero) {
 
 TEST(Gemm, RandomDataExactMatchesLongDoubleAndFastIsInsideTheBound) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   // Scales up to 0x50 (2^3): |sum| < 2^64 units of 2^-20 fits long double exactly.
   const Operand a = RandomOperand(gen, 20, 256, 0x18, 0x50);
   const Operand w = RandomOperand(gen, 36, 256, 0x18, 0x50);
@@ -151,7 +151,7 @@ TEST(Gemm, BoundTable) {
 
 TEST(Gemm, NaNScaleGivesNaNOnBothPaths) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   Operand a = RandomOperand(gen, 4, 64, 0x30, 0x40);
   Operand w = RandomOperand(gen, 8, 64, 0x30, 0x40);
   a.scales[1 * 4 + 2] = 0x7F;  // row 1
@@ -171,7 +171,7 @@ TEST(Gemm, NaNScaleGivesNaNOnBothPaths) {
 
 TEST(Gemm, SwizzledScalesReadTheSameValues) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const Operand w = RandomOperand(gen, 130, 128, 0x20, 0x48);
   const std::vector<uint8_t> sw = SwizzleScales(w.scales, 130, 8);
   const BlockScaledMatrix sv{130, 128, w.codes, sw, ScaleLayout::kSwizzled128x4};

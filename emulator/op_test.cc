@@ -74,7 +74,7 @@ std::vector<uint16_t> ReferenceOut(const OpData& d) {
 
 TEST(RunOp, ExactDataMatchesIndependentReferenceOnBothPaths) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpData d = testing::MakeExactOpData(gen, {.m = 19, .n = 24, .k = 256, .g = 3});
   const std::vector<uint16_t> want = ReferenceOut(d);
   for (GemmPath path : {GemmPath::kFastF32, GemmPath::kExact}) {
@@ -91,7 +91,7 @@ TEST(RunOp, ExactDataMatchesIndependentReferenceOnBothPaths) {
 
 TEST(RunOp, OutMayAliasResidualAndWorkspacesAreOptional) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpData d = testing::MakeExactOpData(gen, {.m = 9, .n = 16, .k = 128, .g = 9});
   Outputs o(d.shape);
   ASSERT_TRUE(RunOp(d.Inputs(), o.Spans()).ok());
@@ -105,7 +105,7 @@ TEST(RunOp, OutMayAliasResidualAndWorkspacesAreOptional) {
 TEST(RunOp, RowChunksAndOutOfRangeRows) {
   // M > the op's 4096-row chunk, on a narrow shape.
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   OpData d = testing::MakeExactOpData(gen, {.m = 4100, .n = 8, .k = 64, .g = 2});
   d.gate_index[4099] = -1;
   d.gate_index[4098] = 2;
@@ -132,7 +132,7 @@ TEST(RunOp, EmptyM) {
 
 TEST(RunOp, RandomDataIsInsideTheEnvelope) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   OpData d;
   d.shape = {.m = 12, .n = 20, .k = 192, .g = 4};
   const OpShape& s = d.shape;
@@ -163,7 +163,7 @@ TEST(RunOp, RandomDataIsInsideTheEnvelope) {
 
 TEST(RunOp, ValidationErrorsNameTheArgumentAndWriteNothing) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpData good = testing::MakeExactOpData(gen, {.m = 3, .n = 8, .k = 64, .g = 2});
   const float kNaN = std::numeric_limits<float>::quiet_NaN();
   const float kInf = std::numeric_limits<float>::infinity();

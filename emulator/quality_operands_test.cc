@@ -35,7 +35,7 @@ struct Options {
   QualityInputs Spans() const { return {smooth, down, up}; }
 };
 
-Options MakeOptions(absl::BitGen& gen, const OpShape& s, bool smooth, int64_t r) {
+Options MakeOptions(TestRng& gen, const OpShape& s, bool smooth, int64_t r) {
   Options o;
   if (smooth) {
     o.smooth.resize(s.k);
@@ -80,7 +80,7 @@ OperandSet OperandsOf(const OpData& d, const Options& o, Written& w) {
   return ops;
 }
 
-OpData RandomData(absl::BitGen& gen, const OpShape& s) {
+OpData RandomData(TestRng& gen, const OpShape& s) {
   OpData d = testing::MakeExactOpData(gen, s);
   for (auto& x : d.attn_out) x = testing::RandomBf16(gen, -6, 6);  // not exact: sums round
   d.act_gs = 37.5f;
@@ -89,7 +89,7 @@ OpData RandomData(absl::BitGen& gen, const OpShape& s) {
 
 TEST(QualityOperands, OperandPathEqualsRunOpQuality) {
   std::seed_seq seed{30};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 45, .n = 48, .k = 192, .g = 3};
   const OpData d = RandomData(gen, s);
   struct Config {
@@ -132,7 +132,7 @@ TEST(QualityOperands, OperandPathEqualsRunOpQuality) {
 
 TEST(QualityOperands, RefusalsWriteNothing) {
   std::seed_seq seed{31};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 4, .n = 16, .k = 64, .g = 2};
   const OpData d = RandomData(gen, s);
   const Options good = MakeOptions(gen, s, true, 16);
@@ -191,7 +191,7 @@ TEST(QualityOperands, RefusalsWriteNothing) {
 // output on both paths, a single value on exact data; with the branch it is refused.
 TEST(QualityOperands, EnvelopeCoversSmoothingAndRefusesTheBranch) {
   std::seed_seq seed{32};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 21, .n = 32, .k = 128, .g = 3};
   for (const bool exact_data : {true, false}) {
     SCOPED_TRACE(exact_data ? "exact data" : "random data");

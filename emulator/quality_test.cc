@@ -74,7 +74,7 @@ TEST(SmoothElement, Table) {
 
 TEST(RunOpQuality, RefusesBadQualityInputsWritingNothing) {
   std::seed_seq seed{12};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 4, .n = 8, .k = 64, .g = 2};
   const OpData d = testing::MakeExactOpData(gen, s);
   const std::vector<float> smooth_ok(s.k, 1.0f), smooth_short(s.k - 1, 1.0f);
@@ -141,7 +141,7 @@ TEST(RunOpQuality, RefusesBadQualityInputsWritingNothing) {
 
 TEST(RunOpQuality, OffOrNeutralSmoothingKeepsTheSeedBits) {
   std::seed_seq seed{13};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 37, .n = 40, .k = 128, .g = 3};
   OpData d = testing::MakeExactOpData(gen, s);
   // Arbitrary activations (not exact data), with NaN payloads, infinities, -0 and subnormals.
@@ -327,7 +327,7 @@ class ExactBranch : public ::testing::TestWithParam<int64_t> {};
 TEST_P(ExactBranch, BothPathsMatchTheIndependentModel) {
   const int64_t r = GetParam();
   std::seed_seq seed{20261201, static_cast<int>(r)};
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const OpShape s{.m = 21, .n = 24, .k = 128, .g = 3};
   OpData d = testing::MakeExactOpData(gen, s);
   // Edge rows: the extremes of int32 and the range's ends.

@@ -110,7 +110,7 @@ TEST(QuantizeBlock16, Rcp6Constant) { EXPECT_EQ(Bits(kRcp6Bits), static_cast<flo
 
 TEST(QuantizeBlock16, MatchesIndependentModelOnRandomBlocks) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   const float kScales[] = {1.0f, 448.0f, 2688.0f / 3.7f, 0x1p-20f, 0x1p30f, 17.25f, 0.01f};
   for (int it = 0; it < 20000; ++it) {
     float x[16];
@@ -138,7 +138,7 @@ TEST(QuantizeBlock16, MatchesIndependentModelOnRandomBlocks) {
 TEST(QuantizeRows, LinearScaleLayoutAndPacking) {
   constexpr int64_t kRows = 3, kCols = 48;
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   std::vector<uint16_t> x(kRows * kCols);
   for (auto& v : x) v = testing::RandomBf16(gen);
   std::vector<uint8_t> codes(kRows * kCols / 2), scales(kRows * kCols / 16);

@@ -83,7 +83,7 @@ TEST(QuantizeWeight, ZeroWeight) {
 
 TEST(QuantizeWeight, MatchesRowQuantizerAndSwizzle) {
   std::seed_seq seed{20261130};  // fixed: CI runs are reproducible
-  absl::BitGen gen(seed);
+  TestRng gen(seed);
   constexpr int64_t kN = 200, kK = 96;  // padding in both dimensions
   std::vector<uint16_t> w(kN * kK);
   for (auto& v : w) v = testing::RandomBf16(gen, -10, 3);
