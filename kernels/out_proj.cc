@@ -255,11 +255,10 @@ absl::Status ValidateArgs(const OutProjArgs& a, OpDims* d) {
       emu != static_cast<int>(Sm90Emulation::kFast)) {
     return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
   }
-  // The quality options (contract sections 12, 13) are the emulator's alone so far: refused
-  // before anything else, never ignored (ignoring them would return a different op's result).
+  // The low-rank branch (contract section 13) is the emulator's alone so far: refused before
+  // anything else, never ignored (ignoring it would return a different op's result).
   for (const auto& [given, name, section] :
-       {std::tuple{&a.act_smooth, "act_smooth", 12}, std::tuple{&a.lora_down, "lora_down", 13},
-        std::tuple{&a.lora_up, "lora_up", 13}}) {
+       {std::tuple{&a.lora_down, "lora_down", 13}, std::tuple{&a.lora_up, "lora_up", 13}}) {
     if (given->data == nullptr) continue;
     return absl::InvalidArgumentError(absl::StrFormat(
         "minimax_h3_nvfp4_out_proj: %s must be null (None): the GPU kernel does not support it "
@@ -333,6 +332,30 @@ absl::StatusOr<std::string> OutProjBackendName(Sm90Emulation sm90_emulation) {
   return kind->name;
 }
 
+namespace {
+
+// kChecked: act_smooth's factors must be finite (contract section 12), read back on the call's
+// stream like the global scales.
+absl::Status CheckActSmooth(const Operand& act_smooth, int64_t k, cudaStream_t stream) {
+  if (act_smooth.data == nullptr) return absl::OkStatus();
+  std::vector<float> s(static_cast<size_t>(k));
+  cudaError_t e = cudaMemcpyAsync(s.data(), act_smooth.data, s.size() * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) return internal::OutProjCudaError(e, "reading act_smooth (kChecked)");
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!std::isfinite(s[i])) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "minimax_h3_nvfp4_out_proj: act_smooth: expected finite factors (contract section "
+          "12), got %g at [%d]",
+          s[i], i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 namespace internal {
 
 std::optional<kernels::StallReport> OutProjStallReport() { return StallReportOfCurrentContext(); }
@@ -346,6 +369,15 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
                         const kernels::KernelSet& kernels) {
   OpDims dims;
   if (absl::Status s = ValidateArgs(args, &dims); !s.ok()) return s;
+  if ((args.act_smooth.data != nullptr) != kernels.smooths) {
+    // A kernel set that ignored act_smooth would compute another op; one that smooths would read
+    // a null pointer. The product picks its set by the operand (MinimaxH3Nvfp4OutProj).
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "minimax_h3_nvfp4_out_proj: act_smooth: this kernel set %s smoothing (contract section "
+        "12); expected act_smooth %s, got %s",
+        kernels.smooths ? "implements" : "does not implement",
+        kernels.smooths ? "given" : "null", args.act_smooth.data ? "an array" : "null"));
+  }
   if (dims.m == 0) return absl::OkStatus();
   absl::StatusOr<const DeviceKind*> kind_or = CachedDeviceKind(args.sm90_emulation);
   if (!kind_or.ok()) return kind_or.status();
@@ -391,6 +423,7 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
             absl::StrCat("minimax_h3_nvfp4_out_proj: ", s.message()));
       }
     }
+    if (absl::Status s = CheckActSmooth(args.act_smooth, dims.k, stream); !s.ok()) return s;
   }
 
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
@@ -455,7 +488,9 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 }  // namespace internal
 
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
-  return internal::RunOutProj(args, stream, mode, kernels::ProductKernels());
+  return internal::RunOutProj(args, stream, mode,
+                              args.act_smooth.data != nullptr ? kernels::ProductSmoothedKernels()
+                                                              : kernels::ProductKernels());
 }
 
 }  // namespace h3

@@ -74,8 +74,9 @@ struct OutProjArgs : OperandSet {
   OutProjTile tile = OutProjTile::kAuto;
 };
 
-// kChecked synchronizes the stream, rejects non-finite or <= 0 global scales before launching,
-// and synchronizes again after the launch to report execution errors.
+// kChecked synchronizes the stream, rejects non-finite or <= 0 global scales and non-finite
+// act_smooth factors before launching, and synchronizes again after the launch to report
+// execution errors. kAsync reads neither: such values are invalid input (contract sections 9, 12).
 enum class CheckMode { kAsync, kChecked };
 
 // Supported shapes: 0 <= m <= kOutProjMaxM (0 is a no-op: no operand is read, written or

@@ -1,6 +1,7 @@
-// The GPU host API refuses the quality options (contract sections 12, 13) before any CUDA call:
-// the kernel does not implement them yet, and ignoring them would return another op's result.
-// Host pointers stand in for device memory; they are never read, so no GPU is needed.
+// The GPU host API's checks of the quality options before any CUDA call: the low-rank branch
+// (contract section 13) is refused (the kernel does not implement it yet, and ignoring it would
+// return another op's result); a malformed act_smooth (section 12) is refused by its operand
+// checks. Host pointers stand in for device memory; they are never read, so no GPU is needed.
 
 #include <cstdint>
 #include <functional>
@@ -50,12 +51,6 @@ TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"act_smooth", [](Fixture& f, OutProjArgs& a) {
-         a.act_smooth = Operand::Of(f.Take(kK * 4), {kK});
-       },
-       "minimax_h3_nvfp4_out_proj: act_smooth must be null (None): the GPU kernel does not "
-       "support it yet (the CPU emulator computes it, contract section 12), got an array of "
-       "shape [256]"},
       {"branch", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(32 * kK * 2), {32, kK});
          a.lora_up = Operand::Of(f.Take(kN * 32 * 2), {kN, 32});
@@ -68,16 +63,25 @@ TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
        },
        "lora_up must be null (None)"},
       // At M = 0 too: the same call with rows would be refused.
-      {"act_smooth at M = 0", [](Fixture& f, OutProjArgs& a) {
+      {"branch at M = 0", [](Fixture& f, OutProjArgs& a) {
          a.attn_out.shape[0] = a.residual.shape[0] = a.out.shape[0] = a.gate_index.shape[0] = 0;
-         a.act_smooth = Operand::Of(f.Take(kK * 4), {kK});
+         a.lora_down = Operand::Of(f.Take(16 * kK * 2), {16, kK});
+         a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
        },
-       "act_smooth must be null (None)"},
-      // Even a malformed option is refused as unsupported (one answer for the GPU).
+       "lora_down must be null (None)"},
+      // act_smooth is the kernel's (contract section 12): its operand checks, before any CUDA call.
       {"act_smooth wrong shape", [](Fixture& f, OutProjArgs& a) {
          a.act_smooth = Operand::Of(f.Take(kK * 4), {kK + 1});
        },
-       "act_smooth must be null (None)"},
+       "act_smooth"},
+      {"act_smooth 2-D", [](Fixture& f, OutProjArgs& a) {
+         a.act_smooth = Operand::Of(f.Take(kK * 4), {1, kK});
+       },
+       "act_smooth"},
+      {"act_smooth misaligned", [](Fixture& f, OutProjArgs& a) {
+         a.act_smooth = Operand::Of(static_cast<const uint8_t*>(f.Take(kK * 4 + 16)) + 4, {kK});
+       },
+       "act_smooth"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -11,6 +11,7 @@ namespace {
 
 using testbed::DataKind;
 using testbed::GatePattern;
+using testbed::SmoothPattern;
 
 std::string ShapeTag(const OpShape& s) {
   if (s.n == kH3N && s.k == kH3K && s.g == kH3G) return "h3";
@@ -23,11 +24,12 @@ OpShape WithM(OpShape shape, int64_t m) {
 }
 
 CaseSpec Make(OpShape shape, int64_t m, DataKind data, GatePattern gate, bool inplace = false,
-              bool caller_ws = true) {
+              bool caller_ws = true, SmoothPattern smooth = SmoothPattern::kNone) {
   CaseSpec spec;
   spec.problem.shape = WithM(shape, m);
   spec.problem.data = data;
   spec.problem.gate = gate;
+  spec.problem.smooth = smooth;
   spec.out_is_residual = inplace;
   spec.caller_workspace = caller_ws;
   spec.name = CaseName(spec);
@@ -41,7 +43,9 @@ std::string CaseName(const CaseSpec& spec) {
   return absl::StrCat(ShapeTag(p.shape), "/m=", p.shape.m, "/", testbed::DataKindName(p.data), "/",
                       testbed::GatePatternName(p.gate), "/",
                       spec.out_is_residual ? "inplace" : "out", "/",
-                      spec.caller_workspace ? "ws" : "nows");
+                      spec.caller_workspace ? "ws" : "nows",
+                      p.smooth == SmoothPattern::kNone ? "" : "/smooth=",
+                      testbed::SmoothPatternName(p.smooth));
 }
 
 std::vector<CaseSpec> DefaultCases() {
@@ -86,6 +90,15 @@ std::vector<CaseSpec> DefaultCases() {
   cases.push_back(Make(kSmallShape, 48 * t + 3, D::kGaussian, G::kPaddingRuns, false, false));
   cases.push_back(Make(kSmallShapeG3, t + 1, D::kExact, G::kIndexG));
   cases.push_back(Make(kSmallShapeG3, 3 * t + 17, D::kSpecial, G::kMixedInvalid, true));
+
+  // act_smooth (contract section 12): exact data stays exact under per-block powers of two;
+  // calibration-like factors on the real shape; every edge factor beside special activations.
+  using S = SmoothPattern;
+  cases.push_back(Make(kSmallShape, t + 1, D::kExact, G::kMixedInvalid, false, true, S::kPow2Block));
+  cases.push_back(Make(kH3, t + 1, D::kHeavyTail, G::kMixedInvalid, false, true, S::kLogNormal));
+  cases.push_back(Make(kH3, wrap, D::kGaussian, G::kPaddingRuns, true, false, S::kLogNormal));
+  cases.push_back(Make(kSmallShape, wrap, D::kSpecial, G::kMixedInvalid, false, true, S::kExtreme));
+  cases.push_back(Make(kSmallShapeG3, 2 * t, D::kSaturate, G::kAllValid, false, true, S::kExtreme));
   return cases;
 }
 

@@ -38,7 +38,8 @@ struct CaseSpec {
   bool caller_workspace = true;  // act_q/act_sf given by the caller (and then compared)
 };
 
-// "<shape>/m=<M>/<data>/<gate>/<out|inplace>/<ws|nows>", e.g. "h3/m=129/gauss/valid/out/ws".
+// "<shape>/m=<M>/<data>/<gate>/<out|inplace>/<ws|nows>[/smooth=<pattern>]", e.g.
+// "h3/m=129/gauss/valid/out/ws".
 std::string CaseName(const CaseSpec& spec);
 
 // Small shapes that keep many combinations cheap: N and K multiples of 256 so any tile of up to

@@ -30,6 +30,7 @@ absl::StatusOr<DeviceProblem> UploadProblem(const OpInputs& in) {
   H3_RETURN_IF_ERROR(d.residual.Upload(in.residual));
   H3_RETURN_IF_ERROR(d.act_global_scale.Upload(act_gs));
   H3_RETURN_IF_ERROR(d.o_weight_global_scale_dev.Upload(w_gs));
+  if (!in.act_smooth.empty()) H3_RETURN_IF_ERROR(d.act_smooth.Upload(in.act_smooth));
   H3_RETURN_IF_ERROR(d.out.Alloc(static_cast<size_t>(s.m * s.n)));
   H3_RETURN_IF_ERROR(d.act_q.Alloc(static_cast<size_t>(s.m * (s.k / 2))));
   H3_RETURN_IF_ERROR(d.act_sf.Alloc(static_cast<size_t>(s.m * (s.k / kScaleBlock))));
@@ -63,6 +64,7 @@ OutProjArgs ArgsFor(const DeviceProblem& d, const RunOptions& options) {
     a.act_q = Operand::Of(d.act_q.get(), {m, k / 2});
     a.act_sf = Operand::Of(d.act_sf.get(), {m, k / 16});
   }
+  if (d.act_smooth.get() != nullptr) a.act_smooth = Operand::Of(d.act_smooth.get(), {k});
   a.sm90_emulation = options.sm90_emulation;
   a.tile = options.tile;
   return a;

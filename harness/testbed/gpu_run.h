@@ -42,6 +42,7 @@ struct DeviceProblem {
   DeviceBuffer<uint8_t> o_weight_q, o_weight_sf, act_q, act_sf;
   DeviceBuffer<int32_t> gate_index;
   DeviceBuffer<float> act_global_scale, o_weight_global_scale_dev;  // one value each
+  DeviceBuffer<float> act_smooth;  // [k], null when the inputs have none
 };
 
 // Copies the inputs to the device and allocates out [m, n], act_q [m, k/2] and act_sf [m, k/16],

@@ -31,6 +31,7 @@ enum Stream : uint64_t {
   kWeight,
   kWeightRow,
   kWeightScale,
+  kSmooth,
 };
 
 // Inverse standard normal CDF (Acklam's rational approximation, |rel err| < 1.2e-9: far below
@@ -301,6 +302,46 @@ float ActGlobalScaleFor(DataKind kind) {
   return 1.f;
 }
 
+absl::string_view SmoothPatternName(SmoothPattern pattern) {
+  switch (pattern) {
+    case SmoothPattern::kNone:
+      return "";
+    case SmoothPattern::kLogNormal:
+      return "lognormal";
+    case SmoothPattern::kPow2Block:
+      return "pow2block";
+    case SmoothPattern::kExtreme:
+      return "extreme";
+  }
+  return "?";
+}
+
+namespace {
+
+// act_smooth[c] of a pattern (column-deterministic). kExtreme's values: every edge section 12
+// lists - the sign of zero, an exact sign flip, f32 subnormals (gradual underflow in x * s),
+// factors whose products overflow f32 or round to bf16 Inf - beside ordinary ones.
+float SmoothFactor(SmoothPattern pattern, uint64_t seed, int64_t c) {
+  static constexpr float kEdges[] = {0.0f,         -0.0f,       -1.0f,  1.0f,  0x1p-140f,
+                                     0x1p-149f,    0x1p-126f,   1e-30f, 1e30f, -3.4e38f,
+                                     0x1.fep127f,  0x1.01p127f, 448.0f, 0x1p-60f};
+  const uint64_t h = Hash(seed, kSmooth, 0, static_cast<uint64_t>(c));
+  switch (pattern) {
+    case SmoothPattern::kNone:
+      return 1.0f;
+    case SmoothPattern::kLogNormal:
+      return std::exp2(static_cast<float>(Gauss(h)));
+    case SmoothPattern::kPow2Block:
+      return std::ldexp(1.0f, static_cast<int>(Hash(seed, kSmooth, 1, c / 16) % 5) - 2);
+    case SmoothPattern::kExtreme:
+      if (h % 4 == 0) return kEdges[(h >> 8) % (sizeof(kEdges) / sizeof(kEdges[0]))];
+      return std::exp2(static_cast<float>(Gauss(h)));
+  }
+  return 1.0f;
+}
+
+}  // namespace
+
 OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
   OpInputs in;
   in.shape = p.shape;
@@ -312,6 +353,7 @@ OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
   in.gate = p.gate;
   in.gate_index = p.gate_index;
   in.residual = residual;
+  in.act_smooth = p.act_smooth;
   return in;
 }
 
@@ -343,6 +385,10 @@ absl::StatusOr<Problem> GenerateProblem(const ProblemSpec& spec, uint64_t seed,
   if (!w.ok()) return w.status();
   p.weight = *w;
   p.act_global_scale = ActGlobalScaleFor(spec.data);
+  if (spec.smooth != SmoothPattern::kNone) {
+    p.act_smooth.resize(static_cast<size_t>(s.k));
+    for (int64_t c = 0; c < s.k; ++c) p.act_smooth[c] = SmoothFactor(spec.smooth, seed, c);
+  }
 
   const int64_t r = p.shape.m;
   p.attn_out.resize(static_cast<size_t>(r * s.k));

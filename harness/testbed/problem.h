@@ -44,16 +44,27 @@ enum class GatePattern {
   kOneRow,        // every row uses gate row G-1
 };
 
+// act_smooth (contract section 12), one factor per input channel.
+enum class SmoothPattern {
+  kNone,       // not given: the seed's op
+  kLogNormal,  // 2^N(0,1): SmoothQuant-like factors around 1, as calibration gives
+  kPow2Block,  // one power of two in [2^-2, 2^2] per 16-column block: exact data stays exact
+  kExtreme,    // a quarter of the channels +-0, -1, 1, subnormal, tiny, huge (x' overflows to Inf)
+};
+
 // "exact", "gauss", "heavy", "special", "saturate".
 absl::string_view DataKindName(DataKind kind);
 // "valid", "padruns", "idxG", "intmin", "intmax", "mixed", "onerow".
 absl::string_view GatePatternName(GatePattern pattern);
+// "", "lognormal", "pow2block", "extreme".
+absl::string_view SmoothPatternName(SmoothPattern pattern);
 
 // What to generate: the shape (shape.m = the problem's M) and how to fill it.
 struct ProblemSpec {
   OpShape shape;
   DataKind data = DataKind::kGaussian;
   GatePattern gate = GatePattern::kAllValid;
+  SmoothPattern smooth = SmoothPattern::kNone;
 };
 
 // Bound on |x| of the standard Gaussian generator (the 65536-entry inverse-CDF table's end).
@@ -85,6 +96,7 @@ struct Problem {
   std::vector<uint16_t> residual;   // [rows, n] bf16
   float act_global_scale = 1.f;
   std::shared_ptr<const QuantizedWeight> weight;
+  std::vector<float> act_smooth;  // [k], empty when not given
 };
 
 // The emulator's view of a problem; `residual` defaults to the problem's own.

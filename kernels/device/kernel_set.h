@@ -30,10 +30,15 @@ struct KernelSet {
                         int resident_ctas, cudaStream_t stream, const char** what);
   // Dynamic shared memory of one CTA, in bytes (the host checks the device's limit).
   int (*smem_bytes)(KernelBuild build, OutProjTile tile);
+  // Whether its quantizers smooth by act_smooth (contract section 12; variant.cuh): the host API
+  // launches a set only with act_smooth given exactly when it smooths.
+  bool smooths = false;
 };
 
 // The product's kernels (out_proj_launch.cu).
 const KernelSet& ProductKernels();
+// The product with act_smooth given (out_proj_smoothed_launch.cu).
+const KernelSet& ProductSmoothedKernels();
 
 }  // namespace h3::kernels
 

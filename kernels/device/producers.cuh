@@ -58,6 +58,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
   const int lane = threadIdx.x & 31;
   const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
   const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
+  const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
   const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
   constexpr int kBlocksInFlight = 4;  // per lane (memory-level parallelism)
@@ -82,7 +83,8 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
           const int b = b_begin + i % nb;
           QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
                                         p.act_q + row * (p.k / 2) + b * 8,
-                                        p.act_sf + row * blocks_per_row + b);
+                                        p.act_sf + row * blocks_per_row + b, input,
+                                        b * Cfg::kSfVec);
         }
       }
     }

@@ -122,15 +122,57 @@ __device__ __forceinline__ uint32_t QuantizeBlockWords(const uint32_t (&w)[8],
   return QuantizeBlock16<Arch>(x, os_src, packed);
 }
 
-// Quantizes one 16-element block at `src` (32 bytes, 16-byte aligned) into codes[0..7], *sf.
-template <class Arch, class OsSource>
+// What a block of activations becomes before section 3 quantizes it: the quantizer's input
+// policy (a Variant's Input, variant.cuh). The block arrives as 8 words of bf16 pairs (element
+// 2j in the low half of word j) and leaves in the same form, so every Arch::QuantizeBlock (the
+// sm_90 fast path reads the words themselves) sees the contract's x'.
+//   PlainInput     section 3: attn_out as it is (the seed's path; compiles to nothing).
+//   SmoothedInput  section 12: x'[k] = bf16(f32(attn_out[k]) (x) s_k), s = act_smooth.
+struct PlainInput {
+  __device__ __forceinline__ PlainInput() {}
+  __device__ __forceinline__ explicit PlainInput(const float* /*act_smooth*/) {}
+  __device__ __forceinline__ void Apply(int /*col*/, uint32_t (&)[8]) const {}
+};
+
+// Section 12 on one bf16 pair: each product one binary32 multiplication, then bf16() by
+// cvt.rn.bf16x2.f32 (nearest-even, overflow to +-Inf, subnormals kept: no .ftz; a NaN becomes a
+// canonical NaN, which section 3 encodes like any NaN). cvt puts its first source in the high half.
+__device__ __forceinline__ uint32_t SmoothBf16Pair(uint32_t w, float s_lo, float s_hi) {
+  float lo, hi;
+  Bf16x2ToF32(w, lo, hi);
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__fmul_rn(hi, s_hi)), "f"(__fmul_rn(lo, s_lo)));
+  return r;
+}
+
+struct SmoothedInput {
+  const float* __restrict__ s;  // act_smooth [K], 16-byte aligned (core/operands.def)
+  __device__ __forceinline__ explicit SmoothedInput(const float* act_smooth) : s(act_smooth) {}
+  // col: the block's first column (a multiple of 16). The factors are read through the read-only
+  // cache: every row of a unit reads the same 64 bytes.
+  __device__ __forceinline__ void Apply(int col, uint32_t (&w)[8]) const {
+    const float4* s4 = reinterpret_cast<const float4*>(s + col);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float4 f = __ldg(s4 + q);
+      w[2 * q] = SmoothBf16Pair(w[2 * q], f.x, f.y);
+      w[2 * q + 1] = SmoothBf16Pair(w[2 * q + 1], f.z, f.w);
+    }
+  }
+};
+
+// Quantizes one 16-element block at `src` (32 bytes, 16-byte aligned; its first column `col`)
+// into codes[0..7], *sf, through the input policy.
+template <class Arch, class Input = PlainInput, class OsSource>
 __device__ __forceinline__ void QuantizeBlockFromGlobal(const uint16_t* __restrict__ src,
                                                         const OsSource& os_src,
                                                         uint8_t* __restrict__ codes,
-                                                        uint8_t* __restrict__ sf) {
+                                                        uint8_t* __restrict__ sf,
+                                                        const Input& input = Input(), int col = 0) {
   const uint4 v0 = __ldcs(reinterpret_cast<const uint4*>(src));  // streamed: read once
   const uint4 v1 = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
-  const uint32_t w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+  uint32_t w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+  input.Apply(col, w);
   uint32_t packed[2];
   const uint32_t s = Arch::QuantizeBlock(w, os_src, packed);
   *reinterpret_cast<uint2*>(codes) = make_uint2(packed[0], packed[1]);

@@ -2,7 +2,8 @@
 #define H3_KERNELS_VARIANT_CUH_
 
 // What a kernel instance does besides its config and architecture (OutProjKernel's Variant): its
-// epilogue, a policy type (epilogue_policy.cuh: the hooks), and the test hooks of the producers
+// epilogue, a policy type (epilogue_policy.cuh: the hooks), its quantizers' input policy
+// (quantize.cuh: plain, or smoothed by act_smooth), and the test hooks of the producers
 // and the rings. Product is the product: GatedResidual (epilogue.cuh), and hooks that are empty
 // or constant and compile to nothing. Other instances derive from it and override members: an
 // epilogue (the bench's timing variants: no epilogue, and also one group's MMAs), or test hooks
@@ -12,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/device/epilogue.cuh"
+#include "kernels/device/quantize.cuh"
 #include "kernels/device/stall.h"
 
 namespace h3::kernels {
@@ -22,6 +24,8 @@ enum class PauseSite : uint32_t { kQuantizerBlock, kQuantizerPublish, kLoaderSta
 struct Product {
   // What a finished warp tile's accumulators (the contract's f32 sums, before alpha) become.
   using Epilogue = GatedResidual;
+  // What the quantizer warps quantize (quantize.cuh): attn_out as it is (contract section 3).
+  using Input = PlainInput;
   static constexpr bool kPublish = true;        // the quantizer warps publish every unit
   static constexpr bool kEveryGroupMma = true;  // both consumer warpgroups issue MMAs
   static constexpr int kGridCap = 0;            // 0: the co-resident CTAs (launch.cuh)
@@ -40,6 +44,12 @@ struct Product {
   static constexpr uint64_t kLoaderBound = kernels::kLoaderBound;
   static constexpr uint64_t kConsumerBound = kernels::kConsumerBound;
   static constexpr uint64_t kGateBound = kernels::kGateBound;
+};
+
+// The product with act_smooth given (contract section 12): its quantizers smooth each block
+// first. A separate instance, so the plain path's code is the seed's alone.
+struct ProductSmoothed : Product {
+  using Input = SmoothedInput;
 };
 
 }  // namespace h3::kernels

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "kernels/device/config.cuh"
 #include "kernels/device/granularity.h"
@@ -304,6 +305,7 @@ KernelSet MakeKernelSet() {
       return int{std::remove_reference_t<decltype(k)>::kSmemBytes};
     });
   };
+  set.smooths = std::is_same_v<typename Variant::Input, SmoothedInput>;
   return set;
 }
 

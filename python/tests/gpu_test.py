@@ -450,19 +450,43 @@ class ModuleTest(unittest.TestCase):
                     r"NoneType$" % name):
                 gpu_mod(*(ops[:i] + [None] + ops[i + 1:]))
 
-    def test_module_with_options_is_refused(self):
-        # The kernel does not compute the quality options yet (issue 30): a module built with
-        # them on CUDA (smoothing factors, SVD and quantizer there) passes them to the op, which
-        # refuses them with the host API's error, not a result without them; the same module
-        # moved to the CPU computes them.
+    def test_module_with_smoothing(self):
+        # act_smooth is the kernel's (contract section 12): a module built with smoothing on
+        # CUDA runs it there; act_q is then the codes of x' (the same bytes as the CPU module's)
+        # and out lies in the envelope of the smoothed op. Eager and out= routes alike.
+        g = torch.Generator().manual_seed(44)
+        w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
+        x = (torch.randn(64, 512, generator=g) * torch.exp(torch.randn(512, generator=g))
+             ).to(torch.bfloat16)
+        res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
+        gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
+        idx = torch.randint(-1, 10, (64,), generator=g, dtype=torch.int32)
+        mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(w.to(DEV), calibration_sample=x.to(DEV),
+                                                     smooth_alpha=0.5)
+        self.assertIsNotNone(mod.act_smooth)
+        got = mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV)).cpu()
+        out = torch.full_like(res, float("nan")).to(DEV)
+        mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
+        np.testing.assert_array_equal(bits(out), bits(got))  # deterministic: the same bits
+        lo, hi, _ = testing.out_envelope(
+            x, mod.o_weight_q.cpu(), mod.o_weight_sf.cpu(), mod.o_weight_global_scale.cpu(),
+            mod.act_global_scale.cpu(), gate, idx, res, act_smooth=mod.act_smooth.cpu())
+        bad, first = testing.check_out(got, lo, hi)
+        self.assertEqual(bad, 0, first)
+
+    def test_module_with_branch_is_refused(self):
+        # The kernel does not compute the low-rank branch yet (issue 30): a module built with
+        # it on CUDA (SVD and quantizer there) passes it to the op, which refuses it with the
+        # host API's error, not a result without it; the same module moved to the CPU
+        # computes it.
         g = torch.Generator().manual_seed(43)
         w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
         x = torch.randn(64, 512, generator=g).to(torch.bfloat16)
         res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
         gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
         idx = torch.randint(0, 9, (64,), generator=g, dtype=torch.int32)
-        for kw, name, section in (({"smooth_alpha": 0.5}, "act_smooth", 12),
-                                  ({"lowrank": 32}, "lora_down", 13)):
+        for kw, name, section in (({"lowrank": 32}, "lora_down", 13),
+                                  ({"lowrank": 16, "smooth_alpha": 0.5}, "lora_down", 13)):
             with self.subTest(option=name):
                 mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
                     w.to(DEV), calibration_sample=x.to(DEV), **kw)

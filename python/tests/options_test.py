@@ -184,9 +184,9 @@ class ValidationTest(unittest.TestCase):
 
 
 class GpuRefusalTest(unittest.TestCase):
-    """The GPU host API refuses the options before any CUDA call (the kernel does not compute
-    them yet; ignoring them would return another op's result): the C ABI's GPU entry here, with
-    aligned host addresses that are never read."""
+    """The GPU host API refuses the low-rank branch before any CUDA call (the kernel does not
+    compute it yet; ignoring it would return another op's result): the C ABI's GPU entry here,
+    with aligned host addresses that are never read. act_smooth is the kernel's (gpu_test)."""
 
     def test_each_option(self):
         from minimax_h3_nvfp4 import _native
@@ -197,8 +197,7 @@ class GpuRefusalTest(unittest.TestCase):
                   "o_weight_sf": (int(_native.lib().h3_swizzled_scale_bytes(n, k)),),
                   "act_global_scale": (1,), "gate": (9, n), "gate_index": (m,),
                   "residual": (m, n), "out": (m, n)}
-        table = [({"act_smooth": (k,)}, "act_smooth", 12, "%d" % k),
-                 ({"lora_down": (32, k), "lora_up": (n, 32)}, "lora_down", 13, "32, %d" % k),
+        table = [({"lora_down": (32, k), "lora_up": (n, 32)}, "lora_down", 13, "32, %d" % k),
                  ({"lora_up": (n, 32)}, "lora_up", 13, "%d, 32" % n)]
         for options, name, section, shape in table:
             with self.subTest(name):

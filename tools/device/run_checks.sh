@@ -31,6 +31,7 @@ check probe             "$B/probe" --backend=gpu --json="$OUT/probe.json"
 check cuda_smoke        "$B/cuda_smoke_test"
 check unit_kernels      "$B/unit_kernels_test"
 check out_proj          "$B/out_proj_test"
+check out_proj_smooth   "$B/out_proj_smooth_test"
 check out_proj_capture  "$B/out_proj_capture_test"
 check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
@@ -64,6 +65,9 @@ if [[ ${1:-} != quick ]]; then
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/out_proj_test" --gtest_filter="$cases"
+    # The smoothed instances (act_smooth read per block; non-finite factors refused).
+    check "sanitizer_smooth_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$B/out_proj_smooth_test" --gtest_filter='*special_extreme_faithful:*gauss_two_tiles_per_cta_fast*:*Checked*'
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do
