@@ -14,9 +14,10 @@ FORMAT_CHOICES = ("auto",) + tuple(checkpoints.FORMATS)
 
 def add_parsers(sub):
     """The two subcommands, on __main__'s subparsers."""
-    s = sub.add_parser("inspect", help="a users' NVFP4 checkpoint (ModelOpt, "
-                       "compressed-tensors, comfy; or a converted file): the format detected "
-                       "and why, the layers, shapes, scale ranges, anything suspicious")
+    s = sub.add_parser("inspect", help="a users' NVFP4 checkpoint (ModelOpt NVFP4 or NVFP4_SVD, "
+                       "compressed-tensors, comfy, Nunchaku SVDQuant; or a converted file): the "
+                       "format detected and why, the layers, shapes, scale ranges, anything "
+                       "suspicious")
     s.add_argument("path", metavar="FILE_OR_DIR")
     s.add_argument("--format", choices=FORMAT_CHOICES, default="auto")
     s = sub.add_parser("convert", help="a checkpoint's NVFP4 layers to this package's layout: "
@@ -56,6 +57,13 @@ def _layer_report(fmt, ckpt, name, out):
              if c.act_global_scale is not None else
              "; act_global_scale: calibration required (no input scale in the checkpoint)"),
           file=out)
+    if c.act_smooth is not None or c.lora_down is not None:
+        print("      options: %s" % "; ".join(
+            ([] if c.act_smooth is None else ["act_smooth [%d]: %s" % (
+                k, _range(np.abs(c.act_smooth.astype(np.float64))))])
+            + ([] if c.lora_down is None else ["lora_down [%d, %d], lora_up [%d, %d] (rank %d)"
+                                               % (c.lora_down.shape + c.lora_up.shape
+                                                  + (c.lora_down.shape[0],))])), file=out)
     print(stored, file=out)
     for note in c.notes:
         print("      %s" % note, file=out)

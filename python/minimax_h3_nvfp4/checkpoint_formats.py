@@ -1,5 +1,7 @@
 """The NVFP4 layouts of users' checkpoints, and the conversion of one layer to this package's
-operands (o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale). NumPy only.
+operands (o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale). NumPy only. The
+SVDQuant formats (smoothing and a low-rank branch too): checkpoint_svd.py (ModelOpt NVFP4_SVD)
+and checkpoint_nunchaku.py (Nunchaku), which these functions dispatch to.
 
 Each format's conventions, as its own sources state them (read, not copied; revisions read on
 2026-12-02: NVIDIA/Model-Optimizer 211c6b34, vllm-project/compressed-tensors ac8e2ba8,
@@ -49,16 +51,20 @@ import json
 
 import numpy as np
 
-__all__ = ["FORMATS", "CheckpointError", "ConvertedLayer", "E2M1_VALUES", "convert_layer",
-           "dequantize", "e4m3_value", "layer_names", "source_dequantize", "swap_nibbles",
-           "swizzle", "swizzled_shape", "unswizzle"]
+__all__ = ["FORMATS", "CheckpointError", "ConvertedLayer", "E2M1_VALUES", "convert_base",
+           "convert_layer", "dequantize", "e4m3_value", "layer_names", "source_dequantize",
+           "swap_nibbles", "swizzle", "swizzled_shape", "unswizzle"]
 
 # Format name -> what the user reads in messages.
 FORMATS = collections.OrderedDict([
     ("modelopt", "NVIDIA ModelOpt NVFP4"),
     ("compressed-tensors", "compressed-tensors nvfp4-pack-quantized"),
     ("comfy", "ComfyUI / comfy-kitchen NVFP4"),
+    # SVDQuant: smoothing and a low-rank branch beside the NVFP4 residual (checkpoint_svd.py).
+    ("modelopt-svd", "NVIDIA ModelOpt NVFP4_SVD (SVDQuant)"),
+    ("nunchaku", "Nunchaku SVDQuant NVFP4"),
 ])
+_SVD_FORMATS = ("modelopt-svd", "nunchaku")
 
 
 class CheckpointError(ValueError):
@@ -145,11 +151,14 @@ def dequantize(o_weight_q, o_weight_sf, o_weight_global_scale):
 
 ConvertedLayer = collections.namedtuple("ConvertedLayer", [
     "name", "format", "o_weight_q", "o_weight_sf", "o_weight_global_scale", "act_global_scale",
-    "out_features", "in_features", "notes"])
+    "out_features", "in_features", "notes", "act_smooth", "lora_down", "lora_up"],
+    defaults=(None, None, None))
 ConvertedLayer.__doc__ = (
     "One layer in our layout: o_weight_q uint8 [N, K/2] (even element low), o_weight_sf uint8 "
     "[round_up(N,128), round_up(K/16,4)] (128x4 swizzled), o_weight_global_scale float32 [1], "
-    "act_global_scale float32 [1] or None (calibration required); notes: what was done.")
+    "act_global_scale float32 [1] or None (calibration required); notes: what was done; the "
+    "options of contract sections 12-13, None when absent: act_smooth float32 [K], lora_down "
+    "bf16 bits (uint16) [r, K], lora_up bf16 bits (uint16) [N, r].")
 
 # Per format: the suffixes of a layer's tensors (weight, block scales, global scale, input
 # scale), and whether the global scales are in the dequantize direction.
@@ -184,6 +193,9 @@ def comfy_marker(tensors, name):
 def layer_names(fmt, tensors, metadata_layers=None):
     """The layer prefixes of format `fmt` among `tensors` (name -> safetensors_io.Tensor), and
     {prefix: why skipped} for layers the file marks as another (comfy) format."""
+    if fmt in _SVD_FORMATS:
+        from . import checkpoint_svd
+        return checkpoint_svd.layer_names(fmt, tensors)
     wsuf, ssuf, gsuf, _, _ = _SUFFIX[fmt]
     layers, skipped = set(), {}
     if fmt == "comfy":
@@ -272,12 +284,22 @@ def _check_scale_bytes(name, sf):
 def convert_layer(fmt, tensors, layer):
     """One layer of format `fmt` -> ConvertedLayer; CheckpointError names the tensor and the
     problem for anything that contradicts the format."""
-    wsuf, ssuf, gsuf, isuf, dequant_direction = _SUFFIX[fmt]
+    if fmt in _SVD_FORMATS:
+        from . import checkpoint_svd
+        return checkpoint_svd.convert_layer(fmt, tensors, layer)
     for extra in (".pre_quant_scale", ".svdquant_lora_a", ".svdquant_lora_b", ".smooth_factor"):
         if layer + extra in tensors:
             raise CheckpointError(
-                "layer %r carries %r (smoothing / low-rank operands of SVDQuant or AWQ): not "
-                "supported yet - those operands come with a later issue" % (layer, layer + extra))
+                "layer %r carries %r (smoothing / low-rank operands of SVDQuant or AWQ), which a "
+                "%s layer has not: a ModelOpt NVFP4_SVD checkpoint is format 'modelopt-svd', a "
+                "Nunchaku one 'nunchaku'" % (layer, layer + extra, FORMATS[fmt]))
+    return convert_base(fmt, tensors, layer)
+
+
+def convert_base(fmt, tensors, layer):
+    """The NVFP4 part of a layer of format `fmt` ("modelopt", "compressed-tensors", "comfy"):
+    codes, block scales, global scales; tensors beside them are not looked at."""
+    wsuf, ssuf, gsuf, isuf, dequant_direction = _SUFFIX[fmt]
     w = _need(tensors, layer, wsuf, "U8", "packed E2M1 codes")
     s = _need(tensors, layer, ssuf, "F8_E4M3", "block scales")
     if len(w.shape) != 2 or w.shape[0] < 1 or w.shape[1] < 1:
@@ -348,7 +370,12 @@ def convert_layer(fmt, tensors, layer):
 def source_dequantize(fmt, tensors, layer):
     """The source format's own dequantization of a layer, evaluated exactly (float64: e2m1 x
     UE4M3 x weight_scale_2 has at most 28 significant bits; compressed-tensors' e2m1 x UE4M3 /
-    weight_global_scale rounds once, at 2^-53), [N, K] as stored (comfy: padded)."""
+    weight_global_scale rounds once, at 2^-53), [N, K] as stored (comfy: padded). For the
+    SVDQuant formats: the layer's effective weight W_eff, float64 [N, K], y = x @ W_eff^T with
+    the smoothing and the low-rank branch folded in (checkpoint_svd.source_dequantize)."""
+    if fmt in _SVD_FORMATS:
+        from . import checkpoint_svd
+        return checkpoint_svd.source_dequantize(fmt, tensors, layer)
     wsuf, ssuf, gsuf, _, dequant_direction = _SUFFIX[fmt]
     w = np.asarray(tensors[layer + wsuf].array, dtype=np.uint8)
     n, k = w.shape[0], w.shape[1] * 2

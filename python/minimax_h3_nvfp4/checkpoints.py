@@ -10,27 +10,34 @@ files. NumPy only (torch only for the modules' from_checkpoint).
     checkpoints.convert("flux2-nvfp4/", "ours.safetensors", layers=r"attn\\.to_out")
     ops = checkpoints.load_layer("ours.safetensors", "blocks.0.attn.to_out.0")
 
-Formats (checkpoint_formats.py states each one's conventions and sources): "modelopt" (NVIDIA
-ModelOpt NVFP4), "compressed-tensors" (nvfp4-pack-quantized), "comfy" (ComfyUI /
-comfy-kitchen), and ours ("minimax_h3_nvfp4": what `convert` writes). Refused with a
-CheckpointError saying so: Nunchaku SVDQuant and ModelOpt NVFP4_SVD / NVFP4_AWQ (their
-smoothing and low-rank operands come with a later issue), other quantizations.
+Formats (checkpoint_formats.py, checkpoint_svd.py and checkpoint_nunchaku.py state each one's
+conventions and sources): "modelopt" (NVIDIA ModelOpt NVFP4), "compressed-tensors"
+(nvfp4-pack-quantized), "comfy" (ComfyUI / comfy-kitchen), "modelopt-svd" (ModelOpt NVFP4_SVD:
+smoothing and a low-rank branch), "nunchaku" (Nunchaku SVDQuant NVFP4), and ours
+("minimax_h3_nvfp4": what `convert` writes). Refused with a CheckpointError saying so: ModelOpt
+NVFP4_AWQ, Nunchaku INT4, vLLM-Omni's row-major SVDQuant conversion (config.json quant_method
+"svdquant"), other quantizations.
 
 Detection (`detect`): strong evidence is a config file or a marker - ModelOpt's
 hf_quant_config.json (quantization.quant_algo "NVFP4") or config.json quantization_config
-(quant_method "modelopt"); compressed-tensors' config.json quantization_config (quant_method
-"compressed-tensors", format "nvfp4-pack-quantized"); comfy's `<layer>.comfy_quant` tensors or
-the "_quantization_metadata" entry of the safetensors metadata. Weak evidence is tensor names
-alone (weight_packed + weight_global_scale: compressed-tensors; weight + weight_scale +
-weight_scale_2: ModelOpt or comfy, which name their tensors alike). One format with strong
-evidence wins; two are an error listing them; with none, one format by names wins and two
-(ModelOpt or comfy) are an error that lists both and asks for format=.
+(quant_method "modelopt"; quant_algo "NVFP4_SVD": modelopt-svd); compressed-tensors' config.json
+quantization_config (quant_method "compressed-tensors", format "nvfp4-pack-quantized"); comfy's
+`<layer>.comfy_quant` tensors or the "_quantization_metadata" entry of the safetensors metadata;
+Nunchaku's safetensors metadata "quantization_config" (method "svdquant", weight dtype
+"fp4_e2m1_all"). Weak evidence is tensor names alone (weight_packed + weight_global_scale:
+compressed-tensors; weight + weight_scale + weight_scale_2: ModelOpt or comfy, which name their
+tensors alike; svdquant_lora_a: modelopt-svd; qweight + F8_E4M3 wscales: Nunchaku, which names
+alone never decide - the same names come row-major from vLLM-Omni - so format= must). One
+format with strong evidence wins; two are an error listing them; with none, one format by names
+wins and two (ModelOpt or comfy) are an error that lists both and asks for format=.
 
 Our converted file: one safetensors file, metadata {"format": "minimax_h3_nvfp4"}, per layer
 `<layer>.o_weight_q` U8 [N, K/2], `<layer>.o_weight_sf` U8 [round_up(N,128), round_up(K/16,4)],
 `<layer>.o_weight_global_scale` F32 [1] and, where the source had an input scale,
-`<layer>.act_global_scale` F32 [1] - the module's buffer names, so a layer's tensors are its
-state_dict; beside it `<stem>.manifest.json` (source, format and why, per layer what was done).
+`<layer>.act_global_scale` F32 [1]; where the source had them, `<layer>.act_smooth` F32 [K],
+`<layer>.lora_down` BF16 [r, K], `<layer>.lora_up` BF16 [N, r] - the module's buffer names, so
+a layer's tensors are its state_dict; beside it `<stem>.manifest.json` (source, format and why,
+per layer what was done).
 """
 
 import hashlib
@@ -45,6 +52,7 @@ from . import safetensors_io as st
 from .checkpoint_formats import (FORMATS, CheckpointError, ConvertedLayer, comfy_marker,
                                  layer_names)
 from . import checkpoint_formats as _cf
+from . import checkpoint_svd as _svd
 
 __all__ = ["FORMATS", "OURS", "Checkpoint", "CheckpointError", "ConvertedLayer", "convert",
            "convert_layer", "detect", "list_layers", "load_converted", "load_layer",
@@ -53,6 +61,7 @@ __all__ = ["FORMATS", "OURS", "Checkpoint", "CheckpointError", "ConvertedLayer",
 OURS = "minimax_h3_nvfp4"
 _CONFIGS = ("config.json", "hf_quant_config.json")
 _BUFFERS = ("o_weight_q", "o_weight_sf", "o_weight_global_scale", "act_global_scale")
+_OPTIONS = ("act_smooth", "lora_down", "lora_up")  # contract sections 12-13
 
 
 class Checkpoint(object):
@@ -130,7 +139,6 @@ def _evidence(ckpt):
     strong = {f: [] for f in FORMATS}
     weak = {f: [] for f in FORMATS}
     refused = []
-    later = "its smoothing / low-rank operands come with a later issue"
     hq = ckpt.configs.get("hf_quant_config.json")
     if hq is not None:
         quant = hq.get("quantization") if isinstance(hq.get("quantization"), dict) else {}
@@ -144,19 +152,21 @@ def _evidence(ckpt):
             nv = sum(1 for v in per_layer.values()
                      if isinstance(v, dict) and v.get("quant_algo") == "NVFP4")
             algo = "NVFP4" if nv else algos[0] if algos else None
+            if "NVFP4_SVD" in algos:  # its NVFP4 layers convert too (modelopt-svd takes both)
+                algo = "NVFP4_SVD"
             for a in algos:
-                if a != "NVFP4" and "NVFP4" in a.upper():
+                if a not in ("NVFP4", "NVFP4_SVD") and "NVFP4" in a.upper():
                     algo = a
         _modelopt_algo(algo, "hf_quant_config.json: quantization.quant_algo = %s%s" % (
             json.dumps(stated), " (group_size %s)" % json.dumps(quant.get("group_size"))
-            if stated == algo else " (its layers: %s)" % algo), strong, refused, later)
+            if stated == algo else " (its layers: %s)" % algo), strong, refused)
     qc = ckpt.configs.get("config.json", {}).get("quantization_config")
     if isinstance(qc, dict):
         method = qc.get("quant_method")
         if method == "modelopt":
             _modelopt_algo(qc.get("quant_algo"), "config.json: quantization_config.quant_method "
                            "= \"modelopt\", quant_algo = %s" % json.dumps(qc.get("quant_algo")),
-                           strong, refused, later)
+                           strong, refused)
         elif method == "compressed-tensors":
             fmts = {qc.get("format")}
             for g in (qc.get("config_groups") or {}).values():
@@ -171,8 +181,11 @@ def _evidence(ckpt):
                 refused.append("config.json: compressed-tensors format %s is not "
                                "nvfp4-pack-quantized (not NVFP4)" % json.dumps(sorted(fmts)))
         elif method == "svdquant" or "nunchaku" in json.dumps(qc).lower():
-            refused.append("config.json: quantization_config %s: Nunchaku SVDQuant; %s"
-                           % (json.dumps(method), later))
+            refused.append("config.json: quantization_config.quant_method = %s: vLLM-Omni's "
+                           "SVDQuant checkpoint (Nunchaku's tensors converted to row-major, "
+                           "vllm-omni#3830), whose layout is not Nunchaku's packed one: not "
+                           "supported" % json.dumps(method))
+    _svd.metadata_evidence(ckpt.metadata, strong, refused)
     names = ckpt.tensors
     marked = [n for n in names if n.endswith(".comfy_quant")]
     nv = [n for n in marked if (comfy_marker(names, n) or {}).get("format") == "nvfp4"]
@@ -184,13 +197,7 @@ def _evidence(ckpt):
         strong["comfy"].append("safetensors metadata _quantization_metadata lists %d nvfp4 "
                                "layers" % sum(v == "nvfp4" for v in meta_layers.values()))
     suffixes = collections_count(names)
-    if suffixes.get(".qweight") and (suffixes.get(".wscales") or suffixes.get(".smooth_factor")):
-        refused.append("tensor names <layer>.qweight / .wscales / .smooth_factor: Nunchaku "
-                       "SVDQuant; %s" % later)
-    for suffix in (".svdquant_lora_a", ".pre_quant_scale", ".proj_down"):
-        if suffixes.get(suffix):
-            refused.append("%d tensors <layer>%s: SVDQuant / AWQ (ModelOpt NVFP4_SVD, "
-                           "NVFP4_AWQ or Nunchaku); %s" % (suffixes[suffix], suffix, later))
+    _svd.name_evidence(names, suffixes, strong, weak, refused)
     if suffixes.get(".weight_packed") and suffixes.get(".weight_global_scale"):
         weak["compressed-tensors"].append("tensor names: %d <layer>.weight_packed, "
                                           "weight_global_scale" % suffixes[".weight_global_scale"])
@@ -200,8 +207,9 @@ def _evidence(ckpt):
     if both:
         why = ("tensor names: %d <layer>.weight (U8), weight_scale, weight_scale_2 (ModelOpt and "
                "comfy name theirs alike)" % len(both))
-        weak["modelopt"].append(why)
-        weak["comfy"].append(why)
+        if not suffixes.get(".svdquant_lora_a"):  # else they are NVFP4_SVD's residual weights
+            weak["modelopt"].append(why)
+            weak["comfy"].append(why)
     return strong, weak, refused
 
 
@@ -214,11 +222,13 @@ def collections_count(names):
     return out
 
 
-def _modelopt_algo(algo, why, strong, refused, later):
+def _modelopt_algo(algo, why, strong, refused):
     if algo == "NVFP4":
         strong["modelopt"].append(why)
+    elif algo == "NVFP4_SVD":
+        strong["modelopt-svd"].append(why)
     elif isinstance(algo, str) and "NVFP4" in algo.upper():
-        refused.append("%s: ModelOpt %s; %s" % (why, algo, later))
+        refused.append("%s: ModelOpt %s, not supported (only NVFP4 and NVFP4_SVD)" % (why, algo))
     else:
         refused.append("%s: not NVFP4" % why)
 
@@ -226,8 +236,9 @@ def _modelopt_algo(algo, why, strong, refused, later):
 def detect(ckpt, format="auto"):
     """(format, [reasons]) for an opened checkpoint (or a path). format: "auto" or one of
     FORMATS (then checked against the evidence: a refusal still refuses). Errors:
-    CheckpointError - unsupported (Nunchaku, NVFP4_SVD / AWQ, not NVFP4), ambiguous (the
-    candidates and their evidence listed), or nothing found."""
+    CheckpointError - unsupported (NVFP4_AWQ, Nunchaku INT4, not NVFP4), ambiguous (the
+    candidates and their evidence listed), Nunchaku by tensor names only (format= decides), or
+    nothing found."""
     ckpt = open_checkpoint(ckpt)
     if _is_ours(ckpt):
         if format not in ("auto", OURS):
@@ -252,6 +263,12 @@ def detect(ckpt, format="auto"):
         return format, why
     for level, table in (("", strong), (" (no config file or marker: tensor names only)", weak)):
         found = [f for f in FORMATS if table[f]]
+        if found == ["nunchaku"] and level:
+            raise CheckpointError(
+                "%s: Nunchaku's tensor names (%s) without the safetensors metadata "
+                "quantization_config Nunchaku writes: the names do not say the layout (vLLM-Omni "
+                "writes them row-major); pass format='nunchaku' (--format nunchaku) if the file "
+                "is Nunchaku's own" % (ckpt.path, "; ".join(weak["nunchaku"])))
         if len(found) == 1:
             f = found[0]
             return f, strong[f] + weak[f] + ([level.strip(" ()")] if level else [])
@@ -269,7 +286,11 @@ def _expected_names(fmt):
             "compressed-tensors": "<layer>.weight_packed U8, .weight_scale F8_E4M3, "
                                   ".weight_global_scale F32",
             "comfy": "<layer>.weight U8, .weight_scale F8_E4M3 (128x4), .weight_scale_2 F32, "
-                     ".comfy_quant"}[fmt]
+                     ".comfy_quant",
+            "modelopt-svd": "ModelOpt NVFP4's tensors, .pre_quant_scale, .svdquant_lora_a, "
+                            ".svdquant_lora_b",
+            "nunchaku": "<layer>.qweight I8, .wscales F8_E4M3, .smooth_factor, .proj_down, "
+                        ".proj_up"}[fmt]
 
 
 def list_layers(ckpt, format=None):
@@ -343,12 +364,20 @@ def convert(src, dst, *, format="auto", layers=None, progress=False):
         tensors[name + ".o_weight_global_scale"] = c.o_weight_global_scale
         if c.act_global_scale is not None:
             tensors[name + ".act_global_scale"] = c.act_global_scale
+        if c.act_smooth is not None:
+            tensors[name + ".act_smooth"] = c.act_smooth
+        if c.lora_down is not None:
+            tensors[name + ".lora_down"] = ("BF16", c.lora_down)
+            tensors[name + ".lora_up"] = ("BF16", c.lora_up)
         entries.append({"name": name, "out_features": c.out_features,
                         "in_features": c.in_features,
                         "o_weight_global_scale": float(c.o_weight_global_scale[0]),
                         "act_global_scale": (None if c.act_global_scale is None
                                              else float(c.act_global_scale[0])),
-                        "calibration_required": c.act_global_scale is None, "notes": c.notes})
+                        "calibration_required": c.act_global_scale is None,
+                        "act_smooth": c.act_smooth is not None,
+                        "lowrank": 0 if c.lora_down is None else int(c.lora_down.shape[0]),
+                        "notes": c.notes})
     st.save(dst, tensors, metadata={"format": OURS})
     with open(dst, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -359,7 +388,9 @@ def convert(src, dst, *, format="auto", layers=None, progress=False):
                 "layers_regex": layers, "layers": entries,
                 "skipped_layers": skipped,
                 "conversion": "docs/contract.md section 5.1: codes and block scales bit for "
-                              "bit; a dequantize-direction global scale s becomes RN(1/s)"}
+                              "bit; a dequantize-direction global scale s becomes RN(1/s); "
+                              "SVDQuant's smoothing and branch as act_smooth, lora_down, "
+                              "lora_up (checkpoint_svd.py)"}
     with open(manifest_path(dst), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -407,21 +438,32 @@ def load_layer(path, layer=None, format="auto"):
     _cf._check_scale_bytes(layer + ".o_weight_sf", np.asarray(sf.array))
     gs = _cf._scalar(t, layer, ".o_weight_global_scale", "o_weight_global_scale")
     act = _cf._scalar(t, layer, ".act_global_scale", "act_global_scale", optional=True)
+    smooth, down, up = _svd.read_options(t, layer, n, k)
     return ConvertedLayer(layer, OURS, np.array(q.array), np.array(sf.array),
                           np.array([gs], dtype=np.float32),
                           None if act is None else np.array([act], dtype=np.float32),
-                          n, k, ["read from our converted file"])
+                          n, k, ["read from our converted file"], smooth, down, up)
 
 
 def state_dict(path, layer=None, format="auto"):
     """A layer's buffers as the modules name them (o_weight_q, o_weight_sf,
-    o_weight_global_scale and, when the checkpoint has it, act_global_scale): torch tensors,
-    for NVFP4GatedResidualLinear.load_state_dict."""
-    import torch
+    o_weight_global_scale and, when the checkpoint has them, act_global_scale, act_smooth,
+    lora_down, lora_up): torch tensors, for NVFP4GatedResidualLinear.load_state_dict."""
     c = load_layer(path, layer, format)
-    out = {"o_weight_q": torch.from_numpy(c.o_weight_q.copy()),
-           "o_weight_sf": torch.from_numpy(c.o_weight_sf.copy()),
-           "o_weight_global_scale": torch.from_numpy(c.o_weight_global_scale.copy())}
-    if c.act_global_scale is not None:
-        out["act_global_scale"] = torch.from_numpy(c.act_global_scale.copy())
+    out = {}
+    for name in _BUFFERS + _OPTIONS:
+        t = torch_buffer(c, name)
+        if t is not None:
+            out[name] = t
     return out
+
+
+def torch_buffer(c, name):
+    """A ConvertedLayer's array `name` as the module's torch buffer (bf16 for lora_*), or None."""
+    import torch
+    a = getattr(c, name)
+    if a is None:
+        return None
+    if name in ("lora_down", "lora_up"):
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.copy())

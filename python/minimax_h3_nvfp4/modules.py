@@ -173,11 +173,13 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
     @classmethod
     def from_checkpoint(cls, path, layer=None, act_global_scale=None, *, format="auto",
                         calibration_sample=None, device=None, **kwargs):
-        """From a users' NVFP4 checkpoint (a ModelOpt, compressed-tensors or comfy file or
-        folder) or a file `python -m minimax_h3_nvfp4 convert` wrote: the layer's codes and
-        block scales bit for bit, its global scales by docs/contract.md section 5.1
-        (minimax_h3_nvfp4.checkpoints). layer: its name (None: the file's only layer). The
-        activation global scale: act_global_scale or calibration_sample when given, else the
+        """From a users' NVFP4 checkpoint (a ModelOpt NVFP4 or NVFP4_SVD, compressed-tensors,
+        comfy or Nunchaku SVDQuant file or folder) or a file `python -m minimax_h3_nvfp4
+        convert` wrote: the layer's codes and block scales bit for bit, its global scales by
+        docs/contract.md section 5.1, an SVDQuant layer's smoothing and low-rank branch as the
+        buffers act_smooth, lora_down, lora_up (minimax_h3_nvfp4.checkpoints). layer: its name
+        (None: the file's only layer). The activation global scale: act_global_scale or
+        calibration_sample (smoothed first when the layer has act_smooth) when given, else the
         checkpoint's; without any, a ValueError says calibration is required. kwargs:
         sm90_emulation, cpu_gemm, tile."""
         from . import checkpoints
@@ -197,13 +199,14 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
         self.register_buffer("o_weight_sf", torch.from_numpy(c.o_weight_sf.copy()).to(dev))
         self.register_buffer("o_weight_global_scale",
                              torch.from_numpy(c.o_weight_global_scale.copy()).to(dev))
-        for opt in _OPTIONS:  # the loaders refuse checkpoints with smoothing or a branch
-            self.register_buffer(opt, None)
         if act_global_scale is not None and calibration_sample is not None:
             raise ValueError("%s: give act_global_scale or calibration_sample, not both" % name)
+        opts = [checkpoints.torch_buffer(c, opt) for opt in _OPTIONS]
         if calibration_sample is not None:
-            act = calibration.act_global_scale(
-                _sample_on(name, "calibration_sample", calibration_sample, dev))
+            sample = _sample_on(name, "calibration_sample", calibration_sample, dev)
+            if opts[0] is not None:  # contract section 12: the scale refers to x'
+                sample = quality.smooth_activations(sample, opts[0].to(dev))
+            act = calibration.act_global_scale(sample)
         elif isinstance(act_global_scale, torch.Tensor):
             act = act_global_scale.detach().to(device=dev, dtype=torch.float32)
             act = act.reshape(1).clone()
@@ -216,6 +219,8 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
                              "input_global_scale): calibration required - pass "
                              "calibration_sample= or act_global_scale=" % (name, c.name, path))
         self.register_buffer("act_global_scale", act)
+        for opt, t in zip(_OPTIONS, opts):  # after the plain four, as the constructor's
+            self.register_buffer(opt, None if t is None else t.to(dev))
         return self
 
     @torch.no_grad()

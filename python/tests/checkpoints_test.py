@@ -154,7 +154,8 @@ class Detect(Base):
         conf["quantization"]["quantized_layers"]["proj_out"]["quant_algo"] = "NVFP4_AWQ"
         with open(os.path.join(self.dir, "hf_quant_config.json"), "w") as f:
             json.dump(conf, f)
-        with self.assertRaisesRegex(CheckpointError, "ModelOpt NVFP4_AWQ; its smoothing"):
+        with self.assertRaisesRegex(CheckpointError, r"ModelOpt NVFP4_AWQ, not supported \(only "
+                                    r"NVFP4 and NVFP4_SVD\)"):
             checkpoints.detect(self.dir)
 
     def refused(self, tensors, configs=None, metadata=None):
@@ -171,15 +172,14 @@ class Detect(Base):
         f32 = np.ones(4, np.float32)
         nvfp4 = {"l.weight": u8, "l.weight_scale": ("F8_E4M3", u8[:, :1].copy()),
                  "l.weight_scale_2": np.float32(1)}
+        # (ModelOpt NVFP4_SVD and Nunchaku NVFP4 convert: python/tests/checkpoints_svd_test.py)
         rows = [
-            ("Nunchaku", {"l.qweight": u8.view(np.int8), "l.wscales": f32,
-                          "l.smooth_factor": f32}, None,
-             r"Nunchaku SVDQuant; its smoothing / low-rank operands come with a later issue"),
-            ("NVFP4_SVD", dict(nvfp4, **{"l.svdquant_lora_a": f32}),
-             {"hf_quant_config.json": {"quantization": {"quant_algo": "NVFP4_SVD"}}},
-             r"ModelOpt NVFP4_SVD; its smoothing / low-rank operands come with a later issue"),
+            ("Nunchaku INT4", {"l.qweight": u8.view(np.int8), "l.wscales": ("BF16", u8.astype(
+                np.uint16)), "l.smooth_factor": f32}, None,
+             r"<layer>\.qweight with 16-bit \.wscales: Nunchaku INT4 SVDQuant, not NVFP4"),
             ("AWQ smoothing", dict(nvfp4, **{"l.pre_quant_scale": f32}), None,
-             r"1 tensors <layer>\.pre_quant_scale: SVDQuant / AWQ .* later issue"),
+             r"1 tensors <layer>\.pre_quant_scale without NVFP4_SVD's config or "
+             r"svdquant_lora_a: ModelOpt AWQ smoothing \(NVFP4_AWQ\), not supported"),
             ("FP8 ModelOpt", nvfp4, {"hf_quant_config.json": {"quantization": {
                 "quant_algo": "FP8"}}}, r'quant_algo = "FP8" .*: not NVFP4'),
             ("int4 compressed-tensors", {"l.weight_packed": u8}, {"config.json": {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes small NVFP4 checkpoints in the formats users have, made from synthetic bf16 layers by
 each format's published recipe (written here in NumPy from the conventions its sources state;
-python/minimax_h3_nvfp4/checkpoint_formats.py cites them), for
-python/tests/checkpoints_test.py (issue 31).
+python/minimax_h3_nvfp4/checkpoint_formats.py, checkpoint_svd.py and checkpoint_nunchaku.py cite
+them), for python/tests/checkpoints_test.py and checkpoints_svd_test.py (issue 31).
 
     /usr/bin/python3 python/tests/make_checkpoint_fixtures.py OUT_DIR [--writer auto|real|ours]
     cp -r OUT_DIR/* testdata/checkpoints/        # then commit
@@ -16,9 +16,14 @@ OUT_DIR/
   modelopt/hf_quant_config.json, modelopt/model.safetensors           ModelOpt NVFP4
   compressed-tensors/config.json, compressed-tensors/model.safetensors nvfp4-pack-quantized
   comfy/model.safetensors                                              comfy-kitchen NVFP4
+  modelopt-svd/config.json, modelopt-svd/model.safetensors             ModelOpt NVFP4_SVD
+  nunchaku/model.safetensors      Nunchaku SVDQuant NVFP4 (metadata: quantization_config only,
+                                  one of the four keys nunchaku's merge_safetensors writes)
   expected/<format>.safetensors   the same layers in our layout, made here independently of the
                                   package's converter (low-nibble-first codes, torchao-style
-                                  to_blocked swizzle, RN(1/x) of dequantize-direction scales):
+                                  to_blocked swizzle, RN(1/x) of dequantize-direction scales;
+                                  SVDQuant: the operands taken before Nunchaku's packing, its
+                                  smoothing inverted, its down-projection times the smoothing):
                                   what `convert` must write, bit for bit
   reference.safetensors           the bf16 layers (w_attn, w_ff [256, 512], w_ff200 [200, 512])
                                   and a calibration sample x [64, 512] (bf16)
@@ -149,6 +154,100 @@ def comfy(w):
     return pack(e2m1_rne(scaled), hi_first=True), to_blocked(sf), pts
 
 
+def bf16_round64(x):
+    """float64 -> float32 holding the bf16 value, one rounding to nearest even (finite inputs,
+    bf16's subnormals kept): what torch's float64 .to(bfloat16) computes."""
+    x = np.asarray(x, dtype=np.float64)
+    e = np.maximum(np.frexp(x)[1], -125)
+    return np.ldexp(np.rint(np.ldexp(x, 8 - e)), e - 8).astype(F32)
+
+
+def svd_split(w, r):
+    """ModelOpt's model_calib.svd and deepcompressor's LowRankBranch alike: the float64 SVD,
+    lora_b / b.weight = U[:, :r] S[:r], lora_a / a.weight = V^T[:r], each rounded to bf16; the
+    residual weight - bf16(b @ a) in bf16. For the same bytes on any machine: each singular
+    pair's sign fixed (V^T's largest entry positive; LAPACKs differ there), and b @ a summed in
+    float64, where the products of bf16 factors add exactly in any order, then rounded once."""
+    u, sv, vt = np.linalg.svd(w.astype(np.float64), full_matrices=False)
+    u, sv, vt = u[:, :r], sv[:r], vt[:r]
+    sign = np.sign(vt[np.arange(r), np.abs(vt).argmax(1)])
+    b, a = bf16_round64(u * (sv * sign)), bf16_round64(vt * sign[:, None])
+    return a, b, bf16_round(w - bf16_round64(b.astype(np.float64) @ a.astype(np.float64)))
+
+
+def modelopt_svd(w, x, r):
+    """ModelOpt's svdquant (model_calib.py): awq_lite's smoothing (get_act_scale: mean |x|;
+    get_weight_scale: mean of |w| / its block amax; get_scale at alpha 0.5 - awq_lite searches
+    alpha by loss, fixed here), pre_quant_scale = 1 / scale in the weight's dtype (bf16), the
+    weight times 1 / pqs; the SVD split; NVFP4 of the residual (modelopt()). Returns (weight,
+    weight_scale, weight_scale_2, pre_quant_scale bf16 values, lora_a, lora_b)."""
+    xs = np.abs(x).astype(np.float64).mean(0).astype(F32)  # float64: no order-dependent sums
+    wb = np.abs(blocks(w))
+    ws = (wb / (wb.max(-1, keepdims=True) + np.finfo(F32).tiny)).reshape(w.shape)
+    ws = ws.astype(np.float64).mean(0).astype(F32)
+    sc = np.clip(np.sqrt(xs) / (np.sqrt(ws) + np.finfo(F32).tiny), 1e-4, 1e4)
+    sc = (sc / np.sqrt(sc.max() * sc.min())).astype(F32)
+    pqs = (F32(1) / sc).astype(F32)
+    smoothed = bf16_round(w * (F32(1) / pqs))
+    a, b, res = svd_split(smoothed, r)
+    q, sf, ws2 = modelopt(res)
+    return q, sf, ws2, bf16_round(pqs), a, b
+
+
+def nunchaku_svd(w, x, r, smooth):
+    """deepcompressor's SVDQuant for NVFP4 (examples/diffusion/configs/svdquant/nvfp4.yaml):
+    SmoothQuant factors s = max|x|^0.5 / max|w|^0.5 in bf16 (its smoothing at alpha 0.5, not
+    its grid search; ones when `smooth` is False), the weight times s, the SVD split, then the
+    residual by convert_to_nunchaku_w4x4y16_linear_weight: a per-tensor scale (bf16) =
+    amax / (6 * 448), block scales = e4m3(block amax / 6 / scale), codes = fp_quantize (the
+    nearest e2m1 value, the first on ties), lora_down divided by s (convert.py). Returns
+    (codes [N, K], block scales [N, K/16], wtscale, s, lora_down [r, K] as packed, lora_b)."""
+    if smooth:
+        s = bf16_round(np.sqrt(np.abs(x).max(0)) / np.sqrt(np.abs(w).max(0)))
+    else:
+        s = np.ones(w.shape[1], F32)
+    a, b, res = svd_split(bf16_round(w * s), r)
+    scale = bf16_round(np.array([F32(np.abs(res).max()) / F32(2688.0)], F32))[0]
+    sf = e4m3((np.abs(blocks(res)).max(-1) / F32(6.0) / scale).astype(F32))
+    scaled = (blocks(res) / scale / E4M3[sf].astype(F32)[:, :, None]).astype(F32)
+    book = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], F32)
+    codes = np.abs(scaled.reshape(res.shape)[..., None] - book).argmin(-1).astype(np.uint8)
+    down = bf16_round64(a.astype(np.float64) / s.astype(np.float64)[None, :])
+    return codes, sf, scale, s, down, b
+
+
+# Nunchaku's packing (NunchakuWeightPacker, bits 4, warp_n 128): each function is the
+# reshape / permute of the published packer, written here in NumPy.
+
+def nun_pack_weight(codes):
+    n, k = codes.shape
+    w = codes.reshape(n // 128, 8, 2, 8, 1, k // 64, 1, 2, 4, 8)
+    w = w.transpose(0, 5, 6, 1, 3, 8, 2, 7, 4, 9).reshape(-1, 8).astype(np.uint32)
+    words = sum(w[:, i] << np.uint32(4 * i) for i in range(8)).astype("<u4")
+    return words.view(np.uint8).reshape(n, k // 2).view(np.int8)
+
+
+def nun_pack_micro_scale(sf):
+    n, g = sf.shape
+    return sf.reshape(n // 128, 1, 4, 4, 8, g // 4, 4).transpose(0, 5, 1, 4, 3, 2, 6).reshape(g, n)
+
+
+def nun_pack_scale(v):
+    c = v.shape[0]
+    return v.reshape(c // 128, 1, 8, 2, 4, 2, 1).transpose(0, 6, 1, 2, 4, 3, 5).reshape(c)
+
+
+def nun_pack_lowrank(w, down):
+    if down:
+        r, c = w.shape
+        w = w.reshape(r // 16, 16, c // 16, 16).transpose(2, 0, 1, 3)
+    else:
+        c, r = w.shape
+        w = w.reshape(c // 16, 16, r // 16, 16).transpose(0, 2, 1, 3)
+    w = w.reshape(c // 16, r // 16, 2, 8, 1, 2, 4, 2).transpose(0, 1, 3, 6, 2, 5, 4, 7)
+    return w.reshape(c, r)
+
+
 # ---- the synthetic layers -------------------------------------------------------------------
 
 def synthetic():
@@ -226,11 +325,88 @@ def files():
     out["comfy/model.safetensors"] = (cf, None)
     out["expected/comfy.safetensors"] = (cf_exp, {"format": "minimax_h3_nvfp4"})
 
+    x = ref["x"]
+    ms, ms_exp = {"norm_out.weight": norm}, {}
+    name = "transformer_blocks.0.attn.to_out.0"  # SVDQuant: smoothing, rank 32, input_scale
+    q, sf, ws2, pqs, a, b = modelopt_svd(ref["w_attn"], x, 32)
+    xs_amax = F32(np.abs(bf16_round(x * pqs)).max())  # the input quantizer applies pqs first
+    ms.update({name + ".weight": ("U8", q), name + ".weight_scale": ("F8_E4M3", sf),
+               name + ".weight_scale_2": ("F32", np.array(ws2, F32)),
+               name + ".input_scale": ("F32", np.array(F32(xs_amax / F32(2688.0)), F32)),
+               name + ".pre_quant_scale": ("BF16", bf16_bits(pqs)),
+               name + ".svdquant_lora_a": ("BF16", bf16_bits(a)),
+               name + ".svdquant_lora_b": ("BF16", bf16_bits(b))})
+    ms_exp.update({name + ".o_weight_q": ("U8", q), name + ".o_weight_sf": ("U8", to_blocked(sf)),
+                   name + ".o_weight_global_scale": ("F32", np.array([F32(1) / ws2], F32)),
+                   name + ".act_global_scale": ("F32", np.array(
+                       [F32(1) / F32(xs_amax / F32(2688.0))], F32)),
+                   name + ".act_smooth": ("F32", pqs.astype(F32)),
+                   name + ".lora_down": ("BF16", bf16_bits(a)),
+                   name + ".lora_up": ("BF16", bf16_bits(b))})
+    name = "transformer_blocks.0.ff.net.2"  # in svdquant's skip_layers: plain NVFP4
+    q, sf, ws2 = modelopt(ref["w_ff"])
+    ms.update({name + ".weight": ("U8", q), name + ".weight_scale": ("F8_E4M3", sf),
+               name + ".weight_scale_2": ("F32", np.array(ws2, F32)),
+               name + ".input_scale": ("F32", np.array(in_scale, F32))})
+    ms_exp.update({name + ".o_weight_q": ("U8", q), name + ".o_weight_sf": ("U8", to_blocked(sf)),
+                   name + ".o_weight_global_scale": ("F32", np.array([F32(1) / ws2], F32)),
+                   name + ".act_global_scale": ("F32", np.array([F32(1) / in_scale], F32))})
+    out["modelopt-svd/model.safetensors"] = (ms, None)
+    out["expected/modelopt-svd.safetensors"] = (ms_exp, {"format": "minimax_h3_nvfp4"})
+
+    awq = "transformer_blocks.0.norm1.linear"  # an AWQ W4A16 layer (adanorm): not ours
+    nu = {awq + ".qweight": ("I32", np.zeros((64, 32), np.int32)),
+          awq + ".wscales": ("BF16", bf16_bits(np.ones((4, 256), F32))),
+          awq + ".wzeros": ("BF16", bf16_bits(np.zeros((4, 256), F32)))}
+    nu_exp = {}
+    for name, w, r, smooth in (("transformer_blocks.0.attn.to_out.0", ref["w_attn"], 32, True),
+                               ("transformer_blocks.0.ff.net.2", ref["w_ff"], 16, False)):
+        codes, sf, scale, sm, down, b = nunchaku_svd(w, x, r, smooth)
+        nu[name + ".qweight"] = ("I8", nun_pack_weight(codes))
+        nu[name + ".wscales"] = ("F8_E4M3", nun_pack_micro_scale(sf))
+        nu[name + ".wtscale"] = ("BF16", bf16_bits(np.array([scale], F32)))
+        nu[name + ".bias"] = ("BF16", nun_pack_scale(bf16_bits(np.zeros(N, F32))))
+        nu[name + ".smooth_factor"] = ("BF16", nun_pack_scale(bf16_bits(sm)))
+        nu[name + ".smooth_factor_orig"] = ("BF16", nun_pack_scale(bf16_bits(sm)))
+        nu[name + ".proj_down"] = ("BF16", nun_pack_lowrank(bf16_bits(down), down=True))
+        nu[name + ".proj_up"] = ("BF16", nun_pack_lowrank(bf16_bits(b), down=False))
+        if not smooth:
+            nu[name + ".wcscales"] = ("BF16", nun_pack_scale(bf16_bits(np.ones(N, F32))))
+        nu_exp[name + ".o_weight_q"] = ("U8", pack(codes))
+        nu_exp[name + ".o_weight_sf"] = ("U8", to_blocked(sf))
+        nu_exp[name + ".o_weight_global_scale"] = ("F32", np.array([F32(1) / scale], F32))
+        if smooth:
+            nu_exp[name + ".act_smooth"] = ("F32", (F32(1) / sm).astype(F32))
+        # bf16 x bf16 is exact in float32: one rounding to bf16
+        nu_exp[name + ".lora_down"] = ("BF16", bf16_bits(bf16_round(down * sm[None, :])))
+        nu_exp[name + ".lora_up"] = ("BF16", bf16_bits(b))
+    qconf = {"method": "svdquant",
+             "weight": {"dtype": "fp4_e2m1_all", "scale_dtype": [None, "fp8_e4m3_nan"],
+                        "group_size": 16},
+             "activation": {"dtype": "fp4_e2m1_all", "scale_dtype": "fp8_e4m3_nan",
+                            "group_size": 16}, "rank": 32}
+    out["nunchaku/model.safetensors"] = (nu, {"quantization_config": json.dumps(qconf)})
+    out["expected/nunchaku.safetensors"] = (nu_exp, {"format": "minimax_h3_nvfp4"})
+
     configs = {
         "modelopt/hf_quant_config.json": {
             "producer": {"name": "modelopt", "version": "synthetic (make_checkpoint_fixtures)"},
             "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None,
                              "group_size": 16, "exclude_modules": ["norm_out"]}},
+        "modelopt-svd/config.json": {
+            "_class_name": "Synthetic",
+            "quantization_config": {
+                "quant_method": "modelopt", "quant_algo": "NVFP4_SVD",
+                "producer": {"name": "modelopt",
+                             "version": "synthetic (make_checkpoint_fixtures)"},
+                "ignore": ["norm_out"],
+                "config_groups": {"group_0": {
+                    "input_activations": {"dynamic": False, "num_bits": 4, "type": "float",
+                                          "group_size": 16},
+                    "weights": {"dynamic": False, "num_bits": 4, "type": "float",
+                                "group_size": 16},
+                    "has_zero_point": False, "pre_quant_scale": True, "targets": ["Linear"],
+                    "lora_rank": 32}}}},
         "compressed-tensors/config.json": {
             "architectures": ["Synthetic"],
             "quantization_config": {
