@@ -133,9 +133,24 @@ TEST(Runner, DetectsEveryKindOfBreak) {
   CaseSpec nows = Spec(kSmallShape, 40, DataKind::kGaussian, GatePattern::kAllValid);
   nows.caller_workspace = false;
   nows.name = CaseName(nows);
+  // act_smooth (contract section 12): the reference's act_q/act_sf are those of x'.
+  auto smoothed = [](DataKind data, testbed::SmoothPattern smooth) {
+    CaseSpec c = Spec(kSmallShape, 40, data, GatePattern::kMixedInvalid);
+    c.problem.smooth = smooth;
+    c.name = CaseName(c);
+    return c;
+  };
   const Row table[] = {
       {Spec(kSmallShape, 40, DataKind::kExact, GatePattern::kAllValid), B::kNone, Verdict::kPass,
        ""},
+      {smoothed(DataKind::kExact, testbed::SmoothPattern::kPow2Block), B::kNone, Verdict::kPass,
+       ""},
+      {smoothed(DataKind::kGaussian, testbed::SmoothPattern::kLogNormal), B::kNone,
+       Verdict::kPass, ""},
+      {smoothed(DataKind::kSpecial, testbed::SmoothPattern::kExtreme), B::kNone, Verdict::kPass,
+       ""},
+      {smoothed(DataKind::kGaussian, testbed::SmoothPattern::kLogNormal), B::kActQ,
+       Verdict::kFail, "act_q[m=0,byte=0]"},
       {inplace, B::kNone, Verdict::kPass, ""},
       {nows, B::kNone, Verdict::kPass, ""},
       {Spec(kSmallShape, 40, DataKind::kExact, GatePattern::kAllValid), B::kOutBit, Verdict::kFail,

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "emulator/quality.h"
 #include "emulator/quantize.h"
 #include "harness/testbed/rows.h"
 
@@ -112,8 +113,18 @@ absl::StatusOr<Reference> MakeReference(const Problem& p, absl::Span<const int64
       std::all_of(ref.env.exact.begin(), ref.env.exact.end(), [](uint8_t e) { return e != 0; });
   ref.act_q.resize(rows.size() * static_cast<size_t>(s.k / 2));
   ref.act_sf.resize(rows.size() * static_cast<size_t>(s.k / kScaleBlock));
-  QuantizeSelectedRows(p.attn_out, s.k, p.act_global_scale, rows, absl::MakeSpan(ref.act_q),
-                       absl::MakeSpan(ref.act_sf));
+  if (p.act_smooth.empty()) {
+    QuantizeSelectedRows(p.attn_out, s.k, p.act_global_scale, rows, absl::MakeSpan(ref.act_q),
+                         absl::MakeSpan(ref.act_sf));
+  } else {
+    // Contract section 12: the codes are those of x' = bf16(f32(attn_out) (x) s).
+    std::vector<uint16_t> xs(rows.size() * static_cast<size_t>(s.k));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SmoothRows(p.attn_out.data() + rows[i] * s.k, 1, s.k, p.act_smooth, xs.data() + i * s.k);
+    }
+    QuantizeRows(xs, static_cast<int64_t>(rows.size()), s.k, p.act_global_scale,
+                 absl::MakeSpan(ref.act_q), absl::MakeSpan(ref.act_sf));
+  }
   return ref;
 }
 
