@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "emulator/check_branch.h"
 #include "emulator/epilogue.h"
 #include "emulator/gemm.h"
 #include "emulator/quality.h"
@@ -31,44 +33,13 @@ void ElementEnvelope(const AccInterval& iv, float alpha, uint16_t gate, uint16_t
     cand[nc++] = EpilogueElement(-0.0f, alpha, gate, residual);
     cand[nc++] = EpilogueElement(0.0f, alpha, gate, residual);
   }
-  bool any_nan = false, any_num = false;
-  int32_t kmin = 0, kmax = 0;
-  for (int i = 0; i < nc; ++i) {
-    if (cand[i] == 0x7FFF) {
-      any_nan = true;
-      continue;
-    }
-    const int32_t key = Bf16OrderKey(cand[i]);
-    if (!any_num || key < kmin) {
-      kmin = key;
-      *lo = cand[i];
-    }
-    if (!any_num || key > kmax) {
-      kmax = key;
-      *hi = cand[i];
-    }
-    any_num = true;
-  }
-  if (!any_num) {
-    *lo = *hi = 0x7FFF;
-  } else if (any_nan) {
-    *hi = 0x7FFF;  // top of the total order: the interval admits the NaN too
-  }
+  EnvelopeOfCandidates(cand, nc, lo, hi);
 }
 
 }  // namespace
 
 absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<const int64_t> rows) {
   if (absl::Status st = ValidateOpInputs(in); !st.ok()) return st;
-  if (!in.lora_down.empty()) {
-    // Section 13.2: out is monotone in each l_j and in o, but each l_j = bf16(lambda_j) ranges
-    // over its own bound, and o moves the 0 x Inf point ElementEnvelope evaluates: an interval
-    // over all of them is not written yet. Refused rather than an envelope that may be wrong.
-    return absl::UnimplementedError(absl::StrFormat(
-        "lora_down, lora_up: the envelope of out (emulator/check.h) does not cover the low-rank "
-        "branch yet (contract section 13.2); expected neither, got r = %d",
-        static_cast<int64_t>(in.lora_down.size()) / in.shape.k));
-  }
   const OpShape& s = in.shape;
   OutEnvelope env;
   if (rows.empty()) {
@@ -92,13 +63,16 @@ absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<co
   if (m == 0) return env;
 
   std::vector<uint8_t> q(m * (s.k / 2)), sf(m * (s.k / 16));
+  // x' of section 12 for the held rows: the smoothed rows, or attn_out's (the branch reads x').
+  const int64_t rank = static_cast<int64_t>(in.lora_down.size()) / s.k;
+  std::vector<uint16_t> xs;
   if (in.act_smooth.empty()) {
     QuantizeSelectedRows(in.attn_out, s.k, in.act_global_scale, env.row_ids, absl::MakeSpan(q),
                          absl::MakeSpan(sf));
   } else {
     // Section 12: x' is elementwise with fixed roundings, so the codes are exact as without it
     // and the envelope is the seed's on x'.
-    std::vector<uint16_t> xs(m * s.k);
+    xs.resize(m * s.k);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
       const uint16_t* x = in.attn_out.data() + env.row_ids[i] * s.k;
@@ -127,6 +101,14 @@ absl::StatusOr<OutEnvelope> ComputeOutEnvelope(const OpInputs& in, absl::Span<co
       continue;
     }
     const uint16_t* gate = in.gate.data() + static_cast<int64_t>(gi) * s.n;
+    if (rank > 0) {
+      // Section 13.2: each l_j's and o's sets, v's over all of them, then the epilogue.
+      std::vector<AccInterval> iv(s.n);
+      for (int64_t j = 0; j < s.n; ++j) iv[j] = AccBound(ExactDot(a, i, w, j), s.k);
+      const uint16_t* x = xs.empty() ? in.attn_out.data() + row * s.k : xs.data() + i * s.k;
+      BranchRowEnvelope(x, s.k, in.lora_down, in.lora_up, rank, iv, alpha, gate, res, lo, hi, ex);
+      continue;
+    }
     for (int64_t j = 0; j < s.n; ++j) {
       const AccInterval iv = AccBound(ExactDot(a, i, w, j), s.k);
       ElementEnvelope(iv, alpha, gate[j], res[j], &lo[j], &hi[j]);
