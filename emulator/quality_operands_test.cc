@@ -1,7 +1,7 @@
 // The quality options (contract sections 12, 13) on the operand path the C ABI takes
 // (core/operands.def rows act_smooth, lora_down, lora_up -> OpInputsOf -> RunOp): the same bits
 // as RunOpQuality given the options directly; the table's refusals with nothing written; and the
-// checker's envelope (act_smooth covered, the branch refused).
+// checker's envelope with the options (act_smooth and the branch).
 
 #include <cmath>
 #include <cstdint>
@@ -188,8 +188,9 @@ TEST(QualityOperands, RefusalsWriteNothing) {
 }
 
 // The envelope with act_smooth is the seed's on x' (section 12 is exact): it holds the op's
-// output on both paths, a single value on exact data; with the branch it is refused.
-TEST(QualityOperands, EnvelopeCoversSmoothingAndRefusesTheBranch) {
+// output on both paths, a single value on exact data; with the branch (section 13.2) it holds
+// both paths' output on the operand path too (emulator/check_test.cc tests it in depth).
+TEST(QualityOperands, EnvelopeCoversSmoothingAndTheBranch) {
   std::seed_seq seed{32};
   TestRng gen(seed);
   const OpShape s{.m = 21, .n = 32, .k = 128, .g = 3};
@@ -232,10 +233,13 @@ TEST(QualityOperands, EnvelopeCoversSmoothingAndRefusesTheBranch) {
   in.lora_down = o.down;
   in.lora_up = o.up;
   absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(in, {});
-  EXPECT_EQ(env.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(env.status().message(),
-                                "does not cover the low-rank branch yet (contract section 13.2)"))
-      << env.status();
+  ASSERT_TRUE(env.ok()) << env.status();
+  for (GemmPath path : {GemmPath::kFastF32, GemmPath::kExact}) {
+    Written w(s);
+    ASSERT_TRUE(RunOpOnOperands(OperandsOf(d, o, w), path).ok());
+    const CompareReport rep = CompareOut(*env, w.out, {});
+    EXPECT_TRUE(rep.pass) << rep.first_mismatch;
+  }
 }
 
 }  // namespace

@@ -9,13 +9,14 @@
 #include "core/formats.h"
 #include "emulator/check.h"
 #include "emulator/op.h"
+#include "emulator/quality.h"
 #include "emulator/quantize.h"
 
 namespace h3::bench {
 namespace {
 
 // The op's inputs restricted to the sampled rows (row i of every M-sized span is op row rows[i]).
-OpInputs SampledOpInputs(const HostRows& h) {
+OpInputs SampledOpInputs(const HostRows& h, bool smoothed) {
   OpInputs op;
   op.shape = OpShape{static_cast<int64_t>(h.rows.size()), kN, BenchK(), kG};
   op.attn_out = h.attn;
@@ -26,16 +27,23 @@ OpInputs SampledOpInputs(const HostRows& h) {
   op.gate = h.gate;
   op.gate_index = h.gate_index;
   op.residual = h.residual;
+  if (smoothed) op.act_smooth = h.act_smooth;
   return op;
 }
 
 }  // namespace
 
-absl::Status CheckQuantized(const Inputs& in) {
+absl::Status CheckQuantized(const Inputs& in, bool smoothed) {
   const HostRows& h = in.host;
   const RotationSet& s = *in.sets[0];
   std::vector<uint8_t> want_q(h.rows.size() * BenchK() / 2), want_sf(h.rows.size() * BenchK() / 16);
-  QuantizeRows(h.attn, h.rows.size(), BenchK(), kActGs, absl::MakeSpan(want_q),
+  std::vector<uint16_t> xs;
+  if (smoothed) {
+    xs.resize(h.attn.size());
+    SmoothRows(h.attn.data(), static_cast<int64_t>(h.rows.size()), BenchK(), h.act_smooth,
+               xs.data());
+  }
+  QuantizeRows(smoothed ? xs : h.attn, h.rows.size(), BenchK(), kActGs, absl::MakeSpan(want_q),
                absl::MakeSpan(want_sf));
   absl::StatusOr<std::vector<uint8_t>> got_q =
       testbed::DownloadRows(s.act_q.get(), BenchK() / 2, h.rows);
@@ -50,8 +58,8 @@ absl::Status CheckQuantized(const Inputs& in) {
   return absl::OkStatus();
 }
 
-absl::Status CheckOutInEnvelope(const Inputs& in) {
-  absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(SampledOpInputs(in.host), {});
+absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed) {
+  absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(SampledOpInputs(in.host, smoothed), {});
   H3_RETURN_IF_ERROR(env.status());
   absl::StatusOr<std::vector<uint16_t>> got =
       testbed::DownloadRows(in.sets[0]->out.get(), kN, in.host.rows);

@@ -11,11 +11,13 @@
 
 namespace h3::bench {
 
-// act_q / act_sf (linear) of set 0 equal the emulator's quantization bit for bit.
-absl::Status CheckQuantized(const Inputs& in);
+// act_q / act_sf (linear) of set 0 equal the emulator's quantization bit for bit (smoothed: of
+// x' = bf16(attn (x) act_smooth), contract section 12).
+absl::Status CheckQuantized(const Inputs& in, bool smoothed = false);
 
-// out of set 0 lies inside the contract's envelope (emulator ComputeOutEnvelope).
-absl::Status CheckOutInEnvelope(const Inputs& in);
+// out of set 0 lies inside the contract's envelope (emulator ComputeOutEnvelope; smoothed: the
+// op with in.host.act_smooth).
+absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed = false);
 
 // out of set 0 is the bf16 pipeline's result: bf16(residual + bf16(gate * bf16(attn @ w_bf16^T)))
 // within the bf16 GEMM's rounding (relative 2^-7 of the sum of |products|, plus the two

@@ -138,7 +138,8 @@ absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
 // ---- fused: the op, one launch.
 // variant: a testonly timing variant's kernels (timing_variants.h) instead of the product's.
 absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode,
-                      OutProjTile tile, const TimingVariant* variant = nullptr) {
+                      OutProjTile tile, const TimingVariant* variant = nullptr,
+                      bool smoothed = false) {
   OutProjArgs a;
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
@@ -154,6 +155,7 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
   a.out = Operand::Of(s.out.get(), {m, n});
   a.act_q = Operand::Of(s.act_q.get(), {m, k / 2});
   a.act_sf = Operand::Of(s.act_sf.get(), {m, k / 16});
+  if (smoothed) a.act_smooth = Operand::Of(in.act_smooth.get(), {k});
   if (variant != nullptr) {
     return internal::RunOutProj(a, c.stream(), mode, TimingKernels(*variant));
   }
@@ -185,6 +187,21 @@ absl::Status CheckFused(BenchContext& c, const Inputs& in) {
     H3_RETURN_IF_ERROR(CheckQuantized(in));
     return CheckOutInEnvelope(in);
   });
+}
+
+// The default config with act_smooth (contract section 12): the smoothing's cost is this row
+// over `fused`, measured in the same run.
+absl::Status EnqueueFusedSmoothed(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  return RunFused(c, in, s, CheckMode::kAsync, kOutProjTileDefault, nullptr, /*smoothed=*/true);
+}
+absl::Status CheckFusedSmoothed(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce("fused_smoothed", in.m,
+                     "emulator with act_smooth: act bit-exact, out in envelope, sampled rows", [&] {
+                       H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked,
+                                                   kOutProjTileDefault, nullptr, true));
+                       H3_RETURN_IF_ERROR(CheckQuantized(in, /*smoothed=*/true));
+                       return CheckOutInEnvelope(in, /*smoothed=*/true);
+                     });
 }
 
 // Timing only (timing_variants.h): the fused op without its epilogue; fused minus this is the
@@ -221,6 +238,8 @@ constexpr Contender kContenders[] = {
      nullptr},
     {"fused", FusedFlops, FusedBytes, PrepareFused, CheckFused<kOutProjTileDefault>,
      EnqueueFused<kOutProjTileDefault>, TileName(kOutProjTileDefault)},
+    {"fused_smoothed", FusedFlops, FusedBytes, PrepareFused, CheckFusedSmoothed,
+     EnqueueFusedSmoothed, TileName(kOutProjTileDefault)},
     {"fused_128x256_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
      TileName(OutProjTile::k128x256Lockstep)},

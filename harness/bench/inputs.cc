@@ -100,7 +100,15 @@ absl::StatusOr<std::unique_ptr<Inputs>> MakeInputs(int64_t m, int64_t l2_bytes,
   h.gate = *std::move(gate);
   h.w_q = *std::move(w_q);
   h.w_sf = *std::move(w_sf);
+  h.act_smooth.resize(static_cast<size_t>(BenchK()));
+  for (int64_t c = 0; c < BenchK(); ++c) h.act_smooth[c] = SmoothFactor(c);
+  H3_RETURN_IF_ERROR(in->act_smooth.Upload(h.act_smooth));
   return in;
+}
+
+float SmoothFactor(int64_t c) {
+  const uint64_t x = (static_cast<uint64_t>(c) + 1) * 0x9E3779B97F4A7C15ull;
+  return std::exp2(static_cast<float>((x >> 40) % 2049) / 1024.0f - 1.0f);
 }
 
 }  // namespace h3::bench

@@ -54,13 +54,20 @@ struct HostRows {
   std::vector<int32_t> gate_index;  // [rows]
   std::vector<uint16_t> gate;       // bf16 [G, N]
   std::vector<uint8_t> w_q, w_sf;   // as on the device
+  std::vector<float> act_smooth;    // [K]: the smoothed rows' factors (SmoothFactor)
 };
 
 struct Inputs {
   int64_t m = 0;
   std::vector<std::unique_ptr<RotationSet>> sets;  // at least 2
   HostRows host;
+  // act_smooth of the fused_smoothed row (contract section 12), one for every set: [K] floats
+  // stay in L2 whatever the rotation.
+  testbed::DeviceBuffer<float> act_smooth;
 };
+
+// Factor c of the fused_smoothed row: 2^u, u uniform in [-1, 1] (calibrated factors' spread).
+float SmoothFactor(int64_t c);
 
 // Bytes the fused op moves at least: attn_out read, act_q/act_sf written and read back, the weight
 // once, residual read, out written, gate_index.
