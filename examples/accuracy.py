@@ -8,8 +8,9 @@ and both, and static activation scales at several headrooms, against bf16 and f3
 Each configuration is the module a user builds, NVFP4GatedResidualLinear.from_linear(linear,
 calibration_sample=..., smooth_alpha=0.5 or None, lowrank=32 or 0), its scales set by
 calibrate(sample, headroom); the op computes the options itself (act_smooth, lora_down,
-lora_up). The GPU kernel does not take them yet (it refuses them): with --device cuda the
-configurations with options run on the CPU emulator, the plain ones on the GPU.
+lora_up). With --device cuda the GPU kernel runs the plain and the smoothing-only
+configurations (it computes act_smooth, contract section 12); it does not compute the low-rank
+branch yet (it refuses it), so the configurations with the branch run on the CPU emulator.
 
 Families: gaussian; t(4) with log-normal channel scales and 0.5% outlier channels x30-60
 (issue 30's H200 check); a user's activations (`--activations X.npy`, [rows, K], its first half
@@ -64,8 +65,8 @@ class Config:
 
     def __init__(self, name, w, calib, smooth, rank):
         self.name, self.calib = name, calib
-        # The GPU kernel refuses the options (not implemented yet): the emulator runs them.
-        self.dev = torch.device("cpu") if smooth or rank else w.device
+        # The GPU kernel computes act_smooth but refuses the low-rank branch: the emulator runs it.
+        self.dev = torch.device("cpu") if rank else w.device
         n, k = w.shape
         linear = torch.nn.utils.skip_init(torch.nn.Linear, k, n, bias=False, dtype=w.dtype,
                                           device=self.dev)
@@ -119,7 +120,8 @@ def main(argv=None):
         fams.append("user")
     print("accuracy: M = %d, N = %d, K = %d, device %s, options in the op%s" % (
         a.m, a.n, a.k, a.device,
-        " (on the CPU emulator: the GPU kernel refuses them)" if a.device == "cuda" else ""))
+        " (plain, smooth: the GPU kernel; lowrank%d, smooth+lowrank%d: the CPU emulator, the GPU "
+        "kernel refuses the low-rank branch)" % (RANK, RANK) if a.device == "cuda" else ""))
     print("%-9s %-20s %-9s %12s %12s" % ("family", "config", "scale", "rel_l2 bf16",
                                           "rel_l2 f32"))
     headline = {}

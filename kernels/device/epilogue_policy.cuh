@@ -83,10 +83,12 @@
 //     GatedResidual's (a Tile deriving from GatedResidual::Tile keeps them). Its operands come
 //     through OutProjParams (core/operands.def), its instances through a Variant whose Epilogue
 //     it is (variant.cuh) and that Variant's KernelSet (launch.cuh MakeKernelSet).
-//   - An input-channel smoothing (x (/) s per channel k before quantization, s folded into the
-//     weight offline) changes what the quantizer warps quantize (producers.cuh), not what the
-//     accumulators mean: no epilogue hook. A per-column (output-channel) factor would be an
-//     Apply step, its columns loaded like the gate's.
+//   - The input-channel smoothing (contract section 12: x' = bf16(f32(x) (x) s_k) per channel k
+//     before quantization, s = act_smooth; the caller's weight is the smoothed one) changes what
+//     the quantizer warps quantize, not what the accumulators mean: no epilogue hook. It is the
+//     quantizers' input policy (quantize.cuh SmoothedInput, variant.cuh ProductSmoothed's Input).
+//     A per-column (output-channel) factor would be an Apply step, its columns loaded like the
+//     gate's.
 
 #include <cstdint>
 

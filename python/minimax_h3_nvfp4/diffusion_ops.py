@@ -337,11 +337,12 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
       sm90_emulation, cpu_gemm, tile: keyword-only extras beyond FlashInfer's (module
         docstring).
       act_smooth: optional float32 [K], finite: each activation multiplied by it (bf16-rounded)
-        before quantization (contract section 12; ModelOpt's pre_quant_scale).
+        before quantization (contract section 12; ModelOpt's pre_quant_scale). Both backends
+        compute it.
       lora_down, lora_up: optional bf16 [r, K] and [N, r], r a multiple of 16 in 16..64, given
         together, finite: the low-rank branch bf16(x' @ lora_down^T) @ lora_up^T added to o
         before the gate (contract section 13; quality.py prepares all three). The CPU emulator
-        computes them; the GPU kernel does not yet and refuses them (ValueError).
+        computes the branch; the GPU kernel does not yet and refuses it (ValueError).
     NumPy has no bf16 dtype: NumPy bf16 operands are uint16 arrays of bf16 bit patterns (or
     ml_dtypes.bfloat16 arrays); minimax_h3_nvfp4.bf16 converts from and to float32.
 

@@ -18,9 +18,10 @@ smooth_alpha: SmoothQuant's per-channel smoothing, act_smooth = max|W|^(1-a) / m
 sample (quality.smoothing_factors), the weight divided by it column by column; lowrank: the
 top-r singular directions of the (smoothed) weight as a bf16 branch (lora_down [r, K], lora_up
 [N, r]) beside the NVFP4 residual weight (quality.lowrank_split). Both are buffers the op
-computes with; the static activation scale then refers to the smoothed activations x'. The
-GPU kernel does not compute them yet: a module with options on CUDA raises the op's ValueError
-in forward (the CPU emulator computes them).
+computes with; the static activation scale then refers to the smoothed activations x'. On CUDA
+the GPU kernel computes act_smooth (contract section 12); it does not compute the low-rank
+branch yet: a module with lora_down / lora_up on CUDA raises the op's ValueError in forward (the
+CPU emulator computes the branch).
 """
 
 import numbers
@@ -100,10 +101,11 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
     act_smooth, lora_down and lora_up are buffers (None when off): they follow .to() and the
     state dict, and load_state_dict takes a state dict's options as they are (a module built
     plain loads one with options, and the reverse). forward passes them to the op. The GPU
-    kernel refuses them for now: forward on CUDA with an option raises the op's ValueError
-    ("... act_smooth must be null (None): the GPU kernel does not support it yet ..."), never
-    a result without them; the CPU emulator computes them. calibrate(sample) smooths the sample
-    first when act_smooth is set.
+    kernel computes act_smooth (act_q / act_sf bit-exact against the emulator, out within the
+    contract's bound); it refuses the low-rank branch: forward on CUDA with lora_down / lora_up
+    set raises the op's ValueError ("... lora_down must be null (None): the GPU kernel does not
+    support it yet ..."), never a result without it; the CPU emulator computes it.
+    calibrate(sample) smooths the sample first when act_smooth is set.
     """
 
     def __init__(self, weight, act_global_scale=None, *, calibration_sample=None,
