@@ -83,23 +83,26 @@ fi
 # SASS of each sm_120f kernel instance: its block-scaled MMAs (one stage's k-steps are unrolled,
 # so the count is the OMMAs per stage), its setmaxnreg instructions (USETMAXREG: present only
 # where ptxas honoured them) and the epilogue's bf16x2 conversions (2 per output pair, unrolled).
-obj=$(ls "$B"/out_proj_launch*.o 2>/dev/null | head -n1)
-if [[ -n $obj ]] && command -v cuobjdump >/dev/null; then
-  cuobjdump -sass -arch sm_120f "$obj" >"$OUT/sass.txt" 2>&1 || cuobjdump -sass "$obj" >"$OUT/sass.txt" 2>&1
+# The plain instances (out_proj_launch.pic.o) and the act_smooth ones (out_proj_launch_smoothed.o),
+# each its own report (sass*.txt / sass_report*.txt, suffixed _smoothed for the second).
+for obj in "$B"/out_proj_launch*.o; do
+  [[ -f $obj ]] && command -v cuobjdump >/dev/null || continue
+  sfx=$([[ $obj == *smoothed* ]] && echo _smoothed)
+  cuobjdump -sass -arch sm_120f "$obj" >"$OUT/sass$sfx.txt" 2>&1 || cuobjdump -sass "$obj" >"$OUT/sass$sfx.txt" 2>&1
   awk '/Function :/ {f=$3} /OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X/ {o[f]++} /USETMAXREG/ {r[f]++}
        /F2FP.BF16.F32.PACK_AB/ {b[f]++}
-       END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG, %d F2FP.BF16 (epilogue cvt packs)\n", f, o[f], r[f], b[f]}' \
-    "$OUT/sass.txt" | tee "$OUT/sass.log"
+       END {for (f in o) printf "sass: %s: %d OMMA per stage, %d USETMAXREG, %d F2FP.BF16 (epilogue cvt packs, and the smoothing'"'"'s where it smooths)\n", f, o[f], r[f], b[f]}' \
+    "$OUT/sass$sfx.txt" | tee -a "$OUT/sass.log"
   # One main-loop iteration per kernel instance (legend in the .txt): sm_120f OMMA printed, the
   # sm_90a emulation's HMMA loop kept in the log.
-  if tools/device/sass_report.sh "$obj" sm_120f >"$OUT/sass_report.txt" 2>&1 &&
-     tools/device/sass_report.sh "$obj" sm_90a HMMA >"$OUT/sass_report_sm90a.txt" 2>&1; then
-    grep '^|' "$OUT/sass_report.txt" | sed 's/^/sass_report: /'
+  if tools/device/sass_report.sh "$obj" sm_120f >"$OUT/sass_report$sfx.txt" 2>&1 &&
+     tools/device/sass_report.sh "$obj" sm_90a HMMA >"$OUT/sass_report_sm90a$sfx.txt" 2>&1; then
+    grep '^|' "$OUT/sass_report$sfx.txt" | sed "s/^/sass_report$sfx: /"
   else
     failures=$((failures + 1))
-    echo "sass_report failed: $(tail -n 3 "$OUT"/sass_report*.txt | tr '\n' ' ')"
+    echo "sass_report failed: $(tail -n 3 "$OUT"/sass_report*$sfx.txt | tr '\n' ' ')"
   fi
-fi
+done
 # The standalone quantizer's SASS, per arch (its fast path's instruction count is read from it).
 if [[ -f $B/quantize_kernel.o ]] && command -v cuobjdump >/dev/null; then
   cuobjdump -sass "$B/quantize_kernel.o" >"$OUT/quantize_sass.txt" 2>&1
