@@ -44,12 +44,18 @@ swizzled again, which rewrites only the padding, as 0x00); a global scale in the
 direction is carried bit for bit; one in the dequantize direction s becomes RN(1 / s), one f32
 division, which puts the dequantized weight within a relative 2^-24 of the source format's own
 exact dequantization.
+
+A `<layer>.bias` [N] (BF16, F16 or F32), in any format: the op computes no bias (out = residual
++ gate * o), so an all-zero one is dropped (said in the notes) and any other refused
+(`_refuse_bias`, which the SVDQuant adapters share); comfy's [N] may be the unpadded one.
 """
 
 import collections
 import json
 
 import numpy as np
+
+from . import bf16 as _bf16
 
 __all__ = ["FORMATS", "CheckpointError", "ConvertedLayer", "E2M1_VALUES", "convert_base",
            "convert_layer", "dequantize", "e4m3_value", "layer_names", "source_dequantize",
@@ -281,9 +287,38 @@ def _check_scale_bytes(name, sf):
                               % (name, int(sf[i]), list(i), int(bad.sum())))
 
 
+def _refuse_bias(tensors, layer, n, notes, order=None, padded=False):
+    """A `.bias` [N] must be absent or all zero (the op computes none; a dropped nonzero bias
+    would change every output silently); order: the function that puts a stored vector in
+    channel order (Nunchaku's packing), for the message; padded: the codes' N rows are the
+    layer's rows padded to a multiple of 16 (comfy), so a bias of the unpadded length (N - 15
+    .. N) is taken too."""
+    name = layer + ".bias"
+    t = tensors.get(name)
+    if t is None:
+        return
+    lengths = range(max(n - 15, 1), n + 1) if padded else (n,)
+    if (t.dtype not in ("BF16", "F16", "F32") or len(t.shape) != 1
+            or t.shape[0] not in lengths):
+        raise CheckpointError("tensor %r (bias) must be BF16, F16 or F32 [N] = [%s], got %s %s"
+                              % (name, "%d .. %d: the codes' %d rows are N padded to a multiple "
+                                 "of 16" % (lengths[0], n, n) if padded else "%d" % n,
+                                 t.dtype, list(t.shape)))
+    a = np.asarray(t.array)
+    v = (_bf16.to_float32(a) if t.dtype == "BF16" else a).astype(np.float64)
+    if v.any():  # a NaN is nonzero too
+        if order is not None:
+            v = order(v, n)
+        i = int(np.flatnonzero(v)[0])
+        raise CheckpointError("tensor %r (bias) must be all zero: the op computes no bias, got "
+                              "%r at [%d] (%d nonzero)" % (name, float(v[i]), i,
+                                                          int(np.count_nonzero(v))))
+    notes.append("%s all zero: dropped (the op computes no bias)" % name)
+
+
 def convert_layer(fmt, tensors, layer):
     """One layer of format `fmt` -> ConvertedLayer; CheckpointError names the tensor and the
-    problem for anything that contradicts the format."""
+    problem for anything that contradicts the format, and for a nonzero `<layer>.bias`."""
     if fmt in _SVD_FORMATS:
         from . import checkpoint_svd
         return checkpoint_svd.convert_layer(fmt, tensors, layer)
@@ -293,7 +328,9 @@ def convert_layer(fmt, tensors, layer):
                 "layer %r carries %r (smoothing / low-rank operands of SVDQuant or AWQ), which a "
                 "%s layer has not: a ModelOpt NVFP4_SVD checkpoint is format 'modelopt-svd', a "
                 "Nunchaku one 'nunchaku'" % (layer, layer + extra, FORMATS[fmt]))
-    return convert_base(fmt, tensors, layer)
+    c = convert_base(fmt, tensors, layer)
+    _refuse_bias(tensors, layer, c.out_features, c.notes, padded=fmt == "comfy")
+    return c
 
 
 def convert_base(fmt, tensors, layer):

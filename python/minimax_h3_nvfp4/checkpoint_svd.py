@@ -37,7 +37,7 @@ import numpy as np
 
 from . import bf16 as _bf16
 from . import checkpoint_formats as cf
-from .checkpoint_formats import CheckpointError
+from .checkpoint_formats import CheckpointError, _refuse_bias
 
 __all__ = ["RANKS", "convert_layer", "effective_weight", "layer_names", "metadata_evidence",
            "name_evidence", "read_options", "source_dequantize"]
@@ -121,27 +121,6 @@ def _check_rank(name, what, shape, r, text):
         raise CheckpointError("tensor %r (%s) %s %s: the op takes a rank r that is a multiple of "
                               "16 in 16..64 (contract section 13), got r = %d"
                               % (name, what, text, list(shape), r))
-
-
-def _refuse_bias(tensors, layer, n, notes, order=None):
-    """A `.bias` [N] must be absent or all zero (the op computes none); order: the function
-    that puts a stored vector in channel order (Nunchaku's packing), for the message."""
-    name = layer + ".bias"
-    t = tensors.get(name)
-    if t is None:
-        return
-    if t.dtype not in _FLOAT or tuple(t.shape) != (n,):
-        raise CheckpointError("tensor %r (bias) must be BF16, F16 or F32 [N] = [%d], got %s %s"
-                              % (name, n, t.dtype, list(t.shape)))
-    v = _values(t)
-    if v.any():
-        if order is not None:
-            v = order(v, n)
-        i = int(np.flatnonzero(v)[0])
-        raise CheckpointError("tensor %r (bias) must be all zero: the op computes no bias, got "
-                              "%r at [%d] (%d nonzero)" % (name, float(v[i]), i,
-                                                          int(np.count_nonzero(v))))
-    notes.append("%s all zero: dropped (the op computes no bias)" % name)
 
 
 # ---- ModelOpt NVFP4_SVD --------------------------------------------------------------------------

@@ -12,6 +12,7 @@ line (inspect, convert).
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -455,7 +456,60 @@ class BadFiles(Base):
             ("comfy", "rows not padded to 16",
              lambda t: t.update({cfy + ".weight": ("U8", t[cfy + ".weight"][1][:200].copy())}),
              r"comfy-kitchen pads rows to a multiple of 16, got N = 200"),
+        ] + self.bias_rows()
+
+    def bias_rows(self):
+        # A `<layer>.bias`: the op computes none (out = residual + gate * o), so a nonzero one
+        # is refused (before: dropped silently), as are one of another shape or dtype; an
+        # all-zero one converts (Bias below). comfy's N = 200 is padded to 208 in the codes.
+        mo, ct, cfy = self.MO + ".bias", self.CT + ".bias", self.CF + ".bias"
+
+        def bf(v):
+            return bf16.from_float32(np.asarray(v, np.float32))
+
+        def one(n, i, v, dtype=np.float32):
+            a = np.zeros(n, dtype)
+            a[i] = v
+            return a
+
+        def nonzero(name, at, value, count=1):
+            return (r"tensor '%s' \(bias\) must be all zero: the op computes no bias, got %s at "
+                    r"\[%d\] \(%d nonzero\)$" % (name, re.escape(value), at, count))
+
+        def shape(name, want, got):
+            return (r"tensor '%s' \(bias\) must be BF16, F16 or F32 \[N\] = \[%s\], got %s$"
+                    % (name, want, got))
+        comfy_n = r"193 \.\. 208: the codes' 208 rows are N padded to a multiple of 16"
+        rows = [
+            ("modelopt", "a nonzero BF16 bias", mo, "BF16", bf(one(256, 5, 0.25)),
+             nonzero(mo, 5, "0.25")),
+            ("modelopt", "a nonzero F32 bias", mo, "F32", one(256, [7, 200], [1e-30, -3]),
+             nonzero(mo, 7, repr(float(np.float32(1e-30))), 2)),
+            ("modelopt", "a NaN bias", mo, "F32", one(256, 9, np.nan), nonzero(mo, 9, "nan")),
+            ("modelopt", "a bias [N, 1]", mo, "F32", np.zeros((256, 1), np.float32),
+             shape(mo, "256", r"F32 \[256, 1\]")),
+            ("modelopt", "a U8 bias", mo, "U8", np.zeros(256, np.uint8),
+             shape(mo, "256", r"U8 \[256\]")),
+            ("compressed-tensors", "a nonzero BF16 bias", ct, "BF16", bf(one(256, 255, -2)),
+             nonzero(ct, 255, "-2.0")),
+            ("compressed-tensors", "a nonzero F32 bias", ct, "F32", np.full(256, 0.5, np.float32),
+             nonzero(ct, 0, "0.5", 256)),
+            ("compressed-tensors", "a bias [K]", ct, "F32", np.zeros(512, np.float32),
+             shape(ct, "256", r"F32 \[512\]")),
+            ("comfy", "a nonzero BF16 bias [N] unpadded", cfy, "BF16", bf(one(200, 199, 1.5)),
+             nonzero(cfy, 199, "1.5")),
+            ("comfy", "a nonzero F32 bias [N] padded", cfy, "F32", one(208, 3, -1e-3),
+             nonzero(cfy, 3, repr(float(np.float32(-1e-3))))),
+            ("comfy", "a bias shorter than the padding allows", cfy, "BF16",
+             np.zeros(192, np.uint16), shape(cfy, comfy_n, r"BF16 \[192\]")),
+            ("comfy", "a bias longer than the codes' rows", cfy, "F32", np.zeros(209, np.float32),
+             shape(cfy, comfy_n, r"F32 \[209\]")),
         ]
+
+        def put(name, dtype, a):
+            return lambda t: t.__setitem__(name, (dtype, a))
+        return [(fmt, "%s (%s)" % (what, fmt), put(name, dtype, a), regex)
+                for fmt, what, name, dtype, a, regex in rows]
 
     def test_table(self):
         for fmt, what, mutate, regex in self.rows():
@@ -493,6 +547,60 @@ class BadFiles(Base):
         with self.assertRaisesRegex(CheckpointError, r"tensor '%s' must have shape \[256, 32\] "
                                     r"for o_weight_q \[256, 256\], got \[128, 32\]" % name):
             checkpoints.load_converted(path)
+
+
+class Bias(Base):
+    """An all-zero `<layer>.bias` (BF16 or F32, +0 and -0; comfy's unpadded [200] or padded
+    [208]) is dropped with a note: the conversion and the op's output are the bias-free
+    file's, bit for bit. (A nonzero one is refused: BadFiles.bias_rows.)"""
+
+    def variants(self):
+        neg = np.zeros(256, np.float32)
+        neg[::3] = -0.0
+        nb = bf16.from_float32(neg)  # 0x8000 at every third
+        self.assertEqual(int(nb[0]), 0x8000)
+        return [
+            ("modelopt", {"transformer_blocks.0.attn.to_out.0": ("BF16", nb),
+                          "transformer_blocks.0.ff.net.2": ("F32", neg)}),
+            ("compressed-tensors", {"blocks.0.attn.to_out.0": ("F32", np.zeros(256, np.float32)),
+                                    "blocks.0.ff.down": ("BF16", np.zeros(256, np.uint16))}),
+            ("comfy", {"diffusion_model.blocks.0.attn.out": ("BF16", nb),
+                       "diffusion_model.blocks.0.ff.down": ("F32", neg[:200])}),
+            ("comfy", {"diffusion_model.blocks.0.ff.down": ("BF16", np.zeros(208, np.uint16))}),
+        ]
+
+    def test_all_zero_bias_is_dropped(self):
+        x = reference()["x"]
+        for i, (fmt, biases) in enumerate(self.variants()):
+            with self.subTest(fmt=fmt, variant=i):
+                src = os.path.join(self.dir, "src%d" % i)
+                shutil.copytree(fixture(fmt), src)
+                path = os.path.join(src, "model.safetensors")
+                tensors, meta = _tensors(path)
+                for layer, (dtype, a) in biases.items():
+                    tensors[layer + ".bias"] = (dtype, a)
+                st.save(path, tensors, meta)
+                dst = os.path.join(self.dir, "dst%d.safetensors" % i)
+                m = checkpoints.convert(src, dst)
+                with open(dst, "rb") as f, open(fixture("expected", fmt + ".safetensors"),
+                                                "rb") as g:
+                    self.assertEqual(f.read(), g.read(), "%s: converted bytes differ" % fmt)
+                for entry in m["layers"]:
+                    layer = entry["name"]
+                    want = checkpoints.convert_layer(fixture(fmt), layer)
+                    got = checkpoints.convert_layer(src, layer)
+                    note = ["%s.bias all zero: dropped (the op computes no bias)" % layer]
+                    self.assertEqual(got.notes, want.notes + (note if layer in biases else []))
+                    self.assertEqual(entry["notes"], got.notes)
+                    for b in ("o_weight_q", "o_weight_sf", "o_weight_global_scale",
+                              "act_global_scale"):
+                        np.testing.assert_array_equal(getattr(got, b), getattr(want, b))
+                    a_gs = act_or_calibrated(want, x)
+                    np.testing.assert_array_equal(
+                        run_op(x, got.o_weight_q, got.o_weight_sf, got.o_weight_global_scale,
+                               a_gs),
+                        run_op(x, want.o_weight_q, want.o_weight_sf, want.o_weight_global_scale,
+                               a_gs))
 
 
 @unittest.skipIf(torch is None, "torch is not importable")
@@ -589,6 +697,29 @@ class CommandLine(Base):
         self.assertIn("  transformer_blocks.0.ff.net.2: REFUSED: tensor "
                       "'transformer_blocks.0.ff.net.2.weight_scale' (block scales) must hold "
                       "UE4M3 values", p.stdout)
+        self.assertIn("inspect: error: 1 of 2 layers refused", p.stderr)
+
+    def test_inspect_bias(self):
+        # A nonzero bias: the layer is REFUSED and the line says why; an all-zero one is listed
+        # with the layer's tensors and its note says it was dropped.
+        tensors, meta = _tensors(fixture("modelopt", "model.safetensors"))
+        mo, ff = BadFiles.MO, "transformer_blocks.0.ff.net.2"
+        tensors[mo + ".bias"] = ("BF16", bf16.from_float32(np.eye(1, 256, 3, dtype=np.float32)[0]
+                                                           * np.float32(0.5)))
+        tensors[ff + ".bias"] = ("F32", np.zeros(256, np.float32))
+        shutil.copy(fixture("modelopt", "hf_quant_config.json"), self.dir)
+        st.save(os.path.join(self.dir, "model.safetensors"), tensors, meta)
+        p = self.cli("inspect", self.dir)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        lines = p.stdout.splitlines()
+        i = lines.index("  %s: REFUSED: tensor '%s.bias' (bias) must be all zero: the op computes "
+                        "no bias, got 0.5 at [3] (1 nonzero)" % (mo, mo))
+        self.assertEqual(lines[i + 1], "      tensors: .bias BF16 [256], .input_scale F32 [], "
+                         ".weight U8 [256, 256], .weight_scale F8_E4M3 [256, 32], "
+                         ".weight_scale_2 F32 []")
+        self.assertIn("      tensors: .bias F32 [256], .weight U8 [256, 256], .weight_scale "
+                      "F8_E4M3 [256, 32], .weight_scale_2 F32 []", lines)
+        self.assertIn("      %s.bias all zero: dropped (the op computes no bias)" % ff, lines)
         self.assertIn("inspect: error: 1 of 2 layers refused", p.stderr)
 
     def test_convert(self):
