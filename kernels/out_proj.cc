@@ -32,6 +32,7 @@
 #include "kernels/device/stall.h"
 #include "kernels/device/target_facts.h"
 #include "kernels/device/tiles.h"
+#include "kernels/device/work_units.h"  // NumChunks: the branch's partial slots
 #include "kernels/stall_host.h"
 
 namespace h3 {
@@ -255,15 +256,20 @@ absl::Status ValidateArgs(const OutProjArgs& a, OpDims* d) {
       emu != static_cast<int>(Sm90Emulation::kFast)) {
     return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
   }
-  // The low-rank branch (contract section 13) is the emulator's alone so far: refused before
-  // anything else, never ignored (ignoring it would return a different op's result).
-  for (const auto& [given, name, section] :
-       {std::tuple{&a.lora_down, "lora_down", 13}, std::tuple{&a.lora_up, "lora_up", 13}}) {
-    if (given->data == nullptr) continue;
+  // The low-rank branch (contract section 13): both factors or neither, r in {16, 32, 48, 64}.
+  if ((a.lora_down.data == nullptr) != (a.lora_up.data == nullptr)) {
+    const bool down = a.lora_down.data == nullptr;
     return absl::InvalidArgumentError(absl::StrFormat(
-        "minimax_h3_nvfp4_out_proj: %s must be null (None): the GPU kernel does not support it "
-        "yet (the CPU emulator computes it, contract section %d), got an array of shape [%s]",
-        name, section, absl::StrJoin(given->shape, given->shape + std::clamp<int64_t>(given->ndim, 0, 4), ", ")));
+        "minimax_h3_nvfp4_out_proj: %s: expected given together with %s (the low-rank branch "
+        "needs both, contract section 13), got %s alone",
+        down ? "lora_down" : "lora_up", down ? "lora_up" : "lora_down",
+        down ? "lora_up" : "lora_down"));
+  }
+  if (a.lora_down.data != nullptr && a.lora_down.ndim == 2) {
+    const int64_t r = a.lora_down.shape[0];
+    if (r < 16 || r > kernels::kMaxLoraRank || r % 16 != 0) {
+      return bad("lora_down's rows (r)", "a multiple of 16 in [16, 64] (contract section 13)", r);
+    }
   }
   const OperandRules rules{GpuShapeRule, "a device pointer", /*check_alignment=*/true,
                            OutProjReadyFlagBytes};
@@ -369,9 +375,17 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
                         const kernels::KernelSet& kernels) {
   OpDims dims;
   if (absl::Status s = ValidateArgs(args, &dims); !s.ok()) return s;
-  if ((args.act_smooth.data != nullptr) != kernels.smooths) {
-    // A kernel set that ignored act_smooth would compute another op; one that smooths would read
-    // a null pointer. The product picks its set by the operand (MinimaxH3Nvfp4OutProj).
+  // A kernel set that ignored an option would compute another op; one that reads an option would
+  // read a null pointer. The product picks its set by the operands (MinimaxH3Nvfp4OutProj).
+  const bool branch = args.lora_down.data != nullptr;
+  if (branch != kernels.branch) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "minimax_h3_nvfp4_out_proj: lora_down, lora_up: this kernel set %s the low-rank branch "
+        "(contract section 13); expected them %s, got %s",
+        kernels.branch ? "computes" : "does not compute", kernels.branch ? "given" : "null",
+        branch ? "arrays" : "null"));
+  }
+  if (!kernels.branch && (args.act_smooth.data != nullptr) != kernels.smooths) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "minimax_h3_nvfp4_out_proj: act_smooth: this kernel set %s smoothing (contract section "
         "12); expected act_smooth %s, got %s",
@@ -431,7 +445,12 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(dims.m));
   const size_t q_bytes = (static_cast<size_t>(dims.m) * (dims.k / 2) + 255) / 256 * 256;
   const size_t sf_bytes = static_cast<size_t>(dims.m) * (dims.k / 16);
-  size_t ws_bytes = 0;
+  // The branch's partial sums (lowrank.cuh): every slot a unit may write, never zeroed (every
+  // slot the epilogue reads is written first).
+  const int lora_rank = branch ? static_cast<int>(args.lora_down.shape[0]) : 0;
+  const size_t partial_bytes = static_cast<size_t>(kernels::NumChunks(static_cast<int>(dims.k))) *
+                               static_cast<size_t>(dims.m) * lora_rank * sizeof(float);
+  size_t ws_bytes = (partial_bytes + 255) / 256 * 256;
   if (args.ready_flags.data == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
   if (args.act_q.data == nullptr) ws_bytes += q_bytes + sf_bytes;
   void* ws = nullptr;
@@ -440,6 +459,11 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
     if (e != cudaSuccess) return OutProjCudaError(e, "cudaMallocAsync(workspace)");
   }
   uint8_t* next = static_cast<uint8_t*>(ws);
+  float* lora_partial = nullptr;
+  if (partial_bytes > 0) {
+    lora_partial = reinterpret_cast<float*>(next);
+    next += (partial_bytes + 255) / 256 * 256;
+  }
   void* flags = const_cast<void*>(args.ready_flags.data);
   if (flags == nullptr) {
     flags = next;
@@ -453,6 +477,8 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
     p.act_sf = next + q_bytes;
   }
   p.ready_flags = static_cast<uint32_t*>(flags);
+  p.lora_rank = lora_rank;
+  p.lora_partial = lora_partial;
   // The API asks 4-byte alignment of these; 16 lets the kernel move 16 bytes per access.
   const auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   p.prefetch_residual = aligned16(p.residual);
@@ -488,9 +514,11 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 }  // namespace internal
 
 absl::Status MinimaxH3Nvfp4OutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode mode) {
-  return internal::RunOutProj(args, stream, mode,
-                              args.act_smooth.data != nullptr ? kernels::ProductSmoothedKernels()
-                                                              : kernels::ProductKernels());
+  const kernels::KernelSet& set = args.lora_down.data != nullptr ? kernels::ProductBranchKernels()
+                                  : args.act_smooth.data != nullptr
+                                      ? kernels::ProductSmoothedKernels()
+                                      : kernels::ProductKernels();
+  return internal::RunOutProj(args, stream, mode, set);
 }
 
 }  // namespace h3

@@ -1,7 +1,7 @@
-// The GPU host API's checks of the quality options before any CUDA call: the low-rank branch
-// (contract section 13) is refused (the kernel does not implement it yet, and ignoring it would
-// return another op's result); a malformed act_smooth (section 12) is refused by its operand
-// checks. Host pointers stand in for device memory; they are never read, so no GPU is needed.
+// The GPU host API's checks of the quality options before any CUDA call: a malformed low-rank
+// branch (contract section 13: one factor alone, r outside {16, 32, 48, 64}, ranks that differ)
+// or act_smooth (section 12) is refused by name. Host pointers stand in for device memory; they
+// are never read, so no GPU is needed.
 
 #include <cstdint>
 #include <functional>
@@ -51,24 +51,36 @@ TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"branch", [](Fixture& f, OutProjArgs& a) {
-         a.lora_down = Operand::Of(f.Take(32 * kK * 2), {32, kK});
-         a.lora_up = Operand::Of(f.Take(kN * 32 * 2), {kN, 32});
-       },
-       "minimax_h3_nvfp4_out_proj: lora_down must be null (None): the GPU kernel does not "
-       "support it yet (the CPU emulator computes it, contract section 13), got an array of "
-       "shape [32, 256]"},
       {"lora_up alone", [](Fixture& f, OutProjArgs& a) {
          a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
        },
-       "lora_up must be null (None)"},
-      // At M = 0 too: the same call with rows would be refused.
-      {"branch at M = 0", [](Fixture& f, OutProjArgs& a) {
-         a.attn_out.shape[0] = a.residual.shape[0] = a.out.shape[0] = a.gate_index.shape[0] = 0;
+       "minimax_h3_nvfp4_out_proj: lora_down: expected given together with lora_up (the "
+       "low-rank branch needs both, contract section 13), got lora_up alone"},
+      {"lora_down alone", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(16 * kK * 2), {16, kK});
+       },
+       "lora_up: expected given together with lora_down"},
+      {"rank 24", [](Fixture& f, OutProjArgs& a) {
+         a.lora_down = Operand::Of(f.Take(24 * kK * 2), {24, kK});
+         a.lora_up = Operand::Of(f.Take(kN * 24 * 2), {kN, 24});
+       },
+       "lora_down's rows (r) must be a multiple of 16 in [16, 64] (contract section 13), got 24"},
+      {"rank 80", [](Fixture& f, OutProjArgs& a) {
+         a.lora_down = Operand::Of(f.Take(80 * kK * 2), {80, kK});
+         a.lora_up = Operand::Of(f.Take(kN * 80 * 2), {kN, 80});
+       },
+       "got 80"},
+      {"lora_up's rank differs", [](Fixture& f, OutProjArgs& a) {
+         a.lora_down = Operand::Of(f.Take(32 * kK * 2), {32, kK});
          a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
        },
-       "lora_down must be null (None)"},
+       "lora_up"},
+      // At M = 0 too: the same call with rows would be refused.
+      {"lora_up alone at M = 0", [](Fixture& f, OutProjArgs& a) {
+         a.attn_out.shape[0] = a.residual.shape[0] = a.out.shape[0] = a.gate_index.shape[0] = 0;
+         a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
+       },
+       "lora_down: expected given together with lora_up"},
       // act_smooth is the kernel's (contract section 12): its operand checks, before any CUDA call.
       {"act_smooth wrong shape", [](Fixture& f, OutProjArgs& a) {
          a.act_smooth = Operand::Of(f.Take(kK * 4), {kK + 1});

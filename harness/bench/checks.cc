@@ -16,7 +16,7 @@ namespace h3::bench {
 namespace {
 
 // The op's inputs restricted to the sampled rows (row i of every M-sized span is op row rows[i]).
-OpInputs SampledOpInputs(const HostRows& h, bool smoothed) {
+OpInputs SampledOpInputs(const HostRows& h, bool smoothed, bool branch) {
   OpInputs op;
   op.shape = OpShape{static_cast<int64_t>(h.rows.size()), kN, BenchK(), kG};
   op.attn_out = h.attn;
@@ -28,6 +28,10 @@ OpInputs SampledOpInputs(const HostRows& h, bool smoothed) {
   op.gate_index = h.gate_index;
   op.residual = h.residual;
   if (smoothed) op.act_smooth = h.act_smooth;
+  if (branch) {
+    op.lora_down = h.lora_down;
+    op.lora_up = h.lora_up;
+  }
   return op;
 }
 
@@ -58,8 +62,9 @@ absl::Status CheckQuantized(const Inputs& in, bool smoothed) {
   return absl::OkStatus();
 }
 
-absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed) {
-  absl::StatusOr<OutEnvelope> env = ComputeOutEnvelope(SampledOpInputs(in.host, smoothed), {});
+absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed, bool branch) {
+  absl::StatusOr<OutEnvelope> env =
+      ComputeOutEnvelope(SampledOpInputs(in.host, smoothed, branch), {});
   H3_RETURN_IF_ERROR(env.status());
   absl::StatusOr<std::vector<uint16_t>> got =
       testbed::DownloadRows(in.sets[0]->out.get(), kN, in.host.rows);

@@ -16,8 +16,8 @@ namespace h3::bench {
 absl::Status CheckQuantized(const Inputs& in, bool smoothed = false);
 
 // out of set 0 lies inside the contract's envelope (emulator ComputeOutEnvelope; smoothed: the
-// op with in.host.act_smooth).
-absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed = false);
+// op with in.host.act_smooth; branch: with in.host.lora_down / lora_up).
+absl::Status CheckOutInEnvelope(const Inputs& in, bool smoothed = false, bool branch = false);
 
 // out of set 0 is the bf16 pipeline's result: bf16(residual + bf16(gate * bf16(attn @ w_bf16^T)))
 // within the bf16 GEMM's rounding (relative 2^-7 of the sum of |products|, plus the two

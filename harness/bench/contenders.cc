@@ -139,7 +139,7 @@ absl::Status CheckNvfp4(BenchContext& c, const Inputs& in) {
 // variant: a testonly timing variant's kernels (timing_variants.h) instead of the product's.
 absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, CheckMode mode,
                       OutProjTile tile, const TimingVariant* variant = nullptr,
-                      bool smoothed = false) {
+                      bool smoothed = false, bool branch = false) {
   OutProjArgs a;
   a.sm90_emulation = c.options().sm90_emulation;
   a.tile = tile;
@@ -156,6 +156,10 @@ absl::Status RunFused(BenchContext& c, const Inputs& in, const RotationSet& s, C
   a.act_q = Operand::Of(s.act_q.get(), {m, k / 2});
   a.act_sf = Operand::Of(s.act_sf.get(), {m, k / 16});
   if (smoothed) a.act_smooth = Operand::Of(in.act_smooth.get(), {k});
+  if (branch) {
+    a.lora_down = Operand::Of(in.lora_down.get(), {kBenchRank, k});
+    a.lora_up = Operand::Of(in.lora_up.get(), {n, kBenchRank});
+  }
   if (variant != nullptr) {
     return internal::RunOutProj(a, c.stream(), mode, TimingKernels(*variant));
   }
@@ -204,6 +208,22 @@ absl::Status CheckFusedSmoothed(BenchContext& c, const Inputs& in) {
                      });
 }
 
+// The default config with the whole option set, act_smooth and a rank-32 branch (contract
+// sections 12, 13): the options' cost is this row over `fused`, measured in the same run.
+absl::Status EnqueueFusedOptions(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  return RunFused(c, in, s, CheckMode::kAsync, kOutProjTileDefault, nullptr, true, true);
+}
+absl::Status CheckFusedOptions(BenchContext& c, const Inputs& in) {
+  return c.CheckOnce(
+      "fused_smoothed_lowrank32", in.m,
+      "emulator with act_smooth and the branch: act bit-exact, out in envelope, sampled rows", [&] {
+        H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked, kOutProjTileDefault,
+                                    nullptr, true, true));
+        H3_RETURN_IF_ERROR(CheckQuantized(in, /*smoothed=*/true));
+        return CheckOutInEnvelope(in, /*smoothed=*/true, /*branch=*/true);
+      });
+}
+
 // Timing only (timing_variants.h): the fused op without its epilogue; fused minus this is the
 // exposed epilogue. Its check: act_q / act_sf bit-exact (out is not written).
 // kOneGroupMma: also without the second warpgroup's MMAs.
@@ -240,6 +260,8 @@ constexpr Contender kContenders[] = {
      EnqueueFused<kOutProjTileDefault>, TileName(kOutProjTileDefault)},
     {"fused_smoothed", FusedFlops, FusedBytes, PrepareFused, CheckFusedSmoothed,
      EnqueueFusedSmoothed, TileName(kOutProjTileDefault)},
+    {"fused_smoothed_lowrank32", FusedFlops, FusedBytes, PrepareFused, CheckFusedOptions,
+     EnqueueFusedOptions, TileName(kOutProjTileDefault)},
     {"fused_128x256_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
      TileName(OutProjTile::k128x256Lockstep)},

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/scale_layout.h"
+#include "emulator/formats.h"
 #include "harness/bench/bench_kernels.cuh"
 #include "harness/testbed/rows.h"
 
@@ -103,6 +104,18 @@ absl::StatusOr<std::unique_ptr<Inputs>> MakeInputs(int64_t m, int64_t l2_bytes,
   h.act_smooth.resize(static_cast<size_t>(BenchK()));
   for (int64_t c = 0; c < BenchK(); ++c) h.act_smooth[c] = SmoothFactor(c);
   H3_RETURN_IF_ERROR(in->act_smooth.Upload(h.act_smooth));
+  // Branch factors ~ N(0, 1/K) and N(0, 0.02^2), bf16 (testbed's recipe, a fixed hash here).
+  h.lora_down.resize(static_cast<size_t>(kBenchRank * BenchK()));
+  h.lora_up.resize(static_cast<size_t>(kN * kBenchRank));
+  const float down_sd = 1.0f / std::sqrt(static_cast<float>(BenchK()));
+  for (size_t i = 0; i < h.lora_down.size(); ++i) {
+    h.lora_down[i] = F32ToBf16(down_sd * (SmoothFactor(static_cast<int64_t>(i)) - 1.0f));
+  }
+  for (size_t i = 0; i < h.lora_up.size(); ++i) {
+    h.lora_up[i] = F32ToBf16(0.02f * (SmoothFactor(static_cast<int64_t>(i) + 7) - 1.0f));
+  }
+  H3_RETURN_IF_ERROR(in->lora_down.Upload(h.lora_down));
+  H3_RETURN_IF_ERROR(in->lora_up.Upload(h.lora_up));
   return in;
 }
 

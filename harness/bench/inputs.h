@@ -55,6 +55,7 @@ struct HostRows {
   std::vector<uint16_t> gate;       // bf16 [G, N]
   std::vector<uint8_t> w_q, w_sf;   // as on the device
   std::vector<float> act_smooth;    // [K]: the smoothed rows' factors (SmoothFactor)
+  std::vector<uint16_t> lora_down, lora_up;  // bf16 [kBenchRank, K], [N, kBenchRank]
 };
 
 struct Inputs {
@@ -64,7 +65,11 @@ struct Inputs {
   // act_smooth of the fused_smoothed row (contract section 12), one for every set: [K] floats
   // stay in L2 whatever the rotation.
   testbed::DeviceBuffer<float> act_smooth;
+  // The low-rank branch of the fused_smoothed_lowrank32 row (contract section 13), shared alike.
+  testbed::DeviceBuffer<uint16_t> lora_down, lora_up;
 };
+
+inline constexpr int64_t kBenchRank = 32;  // SVDQuant's and ModelOpt's default rank
 
 // Factor c of the fused_smoothed row: 2^u, u uniform in [-1, 1] (calibrated factors' spread).
 float SmoothFactor(int64_t c);

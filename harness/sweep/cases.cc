@@ -45,7 +45,8 @@ std::string CaseName(const CaseSpec& spec) {
                       spec.out_is_residual ? "inplace" : "out", "/",
                       spec.caller_workspace ? "ws" : "nows",
                       p.smooth == SmoothPattern::kNone ? "" : "/smooth=",
-                      testbed::SmoothPatternName(p.smooth));
+                      testbed::SmoothPatternName(p.smooth),
+                      p.lora_rank == 0 ? "" : absl::StrCat("/lora=", p.lora_rank));
 }
 
 std::vector<CaseSpec> DefaultCases() {
@@ -99,6 +100,19 @@ std::vector<CaseSpec> DefaultCases() {
   cases.push_back(Make(kH3, wrap, D::kGaussian, G::kPaddingRuns, true, false, S::kLogNormal));
   cases.push_back(Make(kSmallShape, wrap, D::kSpecial, G::kMixedInvalid, false, true, S::kExtreme));
   cases.push_back(Make(kSmallShapeG3, 2 * t, D::kSaturate, G::kAllValid, false, true, S::kExtreme));
+
+  // The low-rank branch (contract section 13), r = 16 / 32 / 64, with and without smoothing.
+  auto branch = [](CaseSpec c, int r) {
+    c.problem.lora_rank = r;
+    c.name = CaseName(c);
+    return c;
+  };
+  cases.push_back(branch(Make(kSmallShape, t + 1, D::kExact, G::kMixedInvalid), 32));
+  cases.push_back(branch(Make(kH3, t + 1, D::kHeavyTail, G::kMixedInvalid, false, true,
+                              S::kLogNormal), 32));
+  cases.push_back(branch(Make(kH3, wrap, D::kGaussian, G::kPaddingRuns, true, false), 16));
+  cases.push_back(branch(Make(kSmallShape, wrap, D::kSpecial, G::kMixedInvalid, false, true,
+                              S::kExtreme), 64));
   return cases;
 }
 

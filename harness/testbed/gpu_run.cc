@@ -31,6 +31,8 @@ absl::StatusOr<DeviceProblem> UploadProblem(const OpInputs& in) {
   H3_RETURN_IF_ERROR(d.act_global_scale.Upload(act_gs));
   H3_RETURN_IF_ERROR(d.o_weight_global_scale_dev.Upload(w_gs));
   if (!in.act_smooth.empty()) H3_RETURN_IF_ERROR(d.act_smooth.Upload(in.act_smooth));
+  if (!in.lora_down.empty()) H3_RETURN_IF_ERROR(d.lora_down.Upload(in.lora_down));
+  if (!in.lora_up.empty()) H3_RETURN_IF_ERROR(d.lora_up.Upload(in.lora_up));
   H3_RETURN_IF_ERROR(d.out.Alloc(static_cast<size_t>(s.m * s.n)));
   H3_RETURN_IF_ERROR(d.act_q.Alloc(static_cast<size_t>(s.m * (s.k / 2))));
   H3_RETURN_IF_ERROR(d.act_sf.Alloc(static_cast<size_t>(s.m * (s.k / kScaleBlock))));
@@ -65,6 +67,11 @@ OutProjArgs ArgsFor(const DeviceProblem& d, const RunOptions& options) {
     a.act_sf = Operand::Of(d.act_sf.get(), {m, k / 16});
   }
   if (d.act_smooth.get() != nullptr) a.act_smooth = Operand::Of(d.act_smooth.get(), {k});
+  if (d.lora_down.get() != nullptr) {
+    const int64_t r = static_cast<int64_t>(d.lora_down.count()) / k;
+    a.lora_down = Operand::Of(d.lora_down.get(), {r, k});
+    a.lora_up = Operand::Of(d.lora_up.get(), {n, r});
+  }
   a.sm90_emulation = options.sm90_emulation;
   a.tile = options.tile;
   return a;

@@ -43,6 +43,7 @@ struct DeviceProblem {
   DeviceBuffer<int32_t> gate_index;
   DeviceBuffer<float> act_global_scale, o_weight_global_scale_dev;  // one value each
   DeviceBuffer<float> act_smooth;  // [k], null when the inputs have none
+  DeviceBuffer<uint16_t> lora_down, lora_up;  // [r, k], [n, r]; null when the inputs have none
 };
 
 // Copies the inputs to the device and allocates out [m, n], act_q [m, k/2] and act_sf [m, k/16],

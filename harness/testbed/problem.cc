@@ -32,6 +32,8 @@ enum Stream : uint64_t {
   kWeightRow,
   kWeightScale,
   kSmooth,
+  kLoraDown,
+  kLoraUp,
 };
 
 // Inverse standard normal CDF (Acklam's rational approximation, |rel err| < 1.2e-9: far below
@@ -354,6 +356,8 @@ OpInputs InputsOf(const Problem& p, absl::Span<const uint16_t> residual) {
   in.gate_index = p.gate_index;
   in.residual = residual;
   in.act_smooth = p.act_smooth;
+  in.lora_down = p.lora_down;
+  in.lora_up = p.lora_up;
   return in;
 }
 
@@ -388,6 +392,20 @@ absl::StatusOr<Problem> GenerateProblem(const ProblemSpec& spec, uint64_t seed,
   if (spec.smooth != SmoothPattern::kNone) {
     p.act_smooth.resize(static_cast<size_t>(s.k));
     for (int64_t c = 0; c < s.k; ++c) p.act_smooth[c] = SmoothFactor(spec.smooth, seed, c);
+  }
+  if (spec.lora_rank > 0) {
+    const int64_t r = spec.lora_rank;
+    const bool zero = spec.data == DataKind::kExact;
+    const float down_sd = 1.0f / std::sqrt(static_cast<float>(s.k));
+    p.lora_down.resize(static_cast<size_t>(r * s.k));
+    p.lora_up.resize(static_cast<size_t>(s.n * r));
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t c = 0; c < s.k; ++c)
+        p.lora_down[j * s.k + c] =
+            zero ? 0 : F32ToBf16(down_sd * Gauss(Hash(seed, kLoraDown, j, c)));
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t j = 0; j < r; ++j)
+        p.lora_up[n * r + j] = zero ? 0 : F32ToBf16(0.02f * Gauss(Hash(seed, kLoraUp, n, j)));
   }
 
   const int64_t r = p.shape.m;

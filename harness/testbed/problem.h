@@ -65,6 +65,10 @@ struct ProblemSpec {
   DataKind data = DataKind::kGaussian;
   GatePattern gate = GatePattern::kAllValid;
   SmoothPattern smooth = SmoothPattern::kNone;
+  // The low-rank branch (contract section 13): r = lora_down's rows, 0 for none. lora_down
+  // ~ N(0, 1/K) and lora_up ~ N(0, 0.02^2) in bf16 (the branch about the GEMM's size); the exact
+  // data kind gets zero factors (v = o exactly: bit-exact checks stay bit-exact).
+  int lora_rank = 0;
 };
 
 // Bound on |x| of the standard Gaussian generator (the 65536-entry inverse-CDF table's end).
@@ -97,6 +101,7 @@ struct Problem {
   float act_global_scale = 1.f;
   std::shared_ptr<const QuantizedWeight> weight;
   std::vector<float> act_smooth;  // [k], empty when not given
+  std::vector<uint16_t> lora_down, lora_up;  // bf16 [r, k], [n, r]; empty when not given
 };
 
 // The emulator's view of a problem; `residual` defaults to the problem's own.

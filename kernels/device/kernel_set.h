@@ -33,12 +33,17 @@ struct KernelSet {
   // Whether its quantizers smooth by act_smooth (contract section 12; variant.cuh): the host API
   // launches a set only with act_smooth given exactly when it smooths.
   bool smooths = false;
+  // Whether it computes the low-rank branch (contract section 13; act_smooth optional there): the
+  // host API launches it exactly when lora_down / lora_up are given.
+  bool branch = false;
 };
 
 // The product's kernels (out_proj_launch.cu).
 const KernelSet& ProductKernels();
 // The product with act_smooth given (out_proj_smoothed_launch.cu).
 const KernelSet& ProductSmoothedKernels();
+// The product with the low-rank branch given (out_proj_branch_launch.cu).
+const KernelSet& ProductBranchKernels();
 
 }  // namespace h3::kernels
 

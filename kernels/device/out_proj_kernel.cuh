@@ -26,6 +26,7 @@
 
 #include "kernels/device/bounded_wait.cuh"
 #include "kernels/device/epilogue_policy.cuh"
+#include "kernels/device/lowrank.cuh"
 #include "kernels/device/mainloop.cuh"
 #include "kernels/device/params.h"
 #include "kernels/device/producers.cuh"
@@ -207,7 +208,7 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    EpilogueTile<Cfg, Arch, typename Variant::Epilogue>(acc, row0, col0, p, alpha);
+    FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha, sched.mt);
   }
 }
 

@@ -27,6 +27,8 @@ namespace h3::kernels {
 #define H3_PARAM_VALUE_IN_PLACE(name)
 #define H3_PARAM_VALUE_OR_VALUE(name) float name##_value = 0.f;  // used where `name` is null
 
+inline constexpr int kMaxLoraRank = 64;  // contract section 13: r in {16, 32, 48, 64}
+
 struct OutProjParams {
   int64_t m = 0;
   int n = 0, k = 0, g = 0;
@@ -45,6 +47,11 @@ struct OutProjParams {
   // (host-mapped; null: nothing is written) and traps.
   uint64_t wait_limit_ns = 0;
   StallReport* stall = nullptr;
+  // The low-rank branch (contract section 13; lowrank.cuh): r, lora_down's rows (0 without the
+  // branch), and its down-projection's partial sums, [NumChunks(k)][m][r] f32 (the host API's
+  // workspace). Last: the fields above keep their offsets in every instance.
+  int lora_rank = 0;
+  float* lora_partial = nullptr;
 };
 
 }  // namespace h3::kernels

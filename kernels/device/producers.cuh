@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/device/loader.cuh"
+#include "kernels/device/lowrank.cuh"
 #include "kernels/device/params.h"
 #include "kernels/device/ptx.cuh"
 #include "kernels/device/quantize.cuh"
@@ -88,6 +89,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         }
       }
     }
+    if constexpr (Variant::kBranch) BranchDownUnit<Cfg::kQuantRows>(p, w);
     Variant::Pause(PauseSite::kQuantizerPublish, u);
     if constexpr (Variant::kPublish) {
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);

@@ -161,6 +161,17 @@ struct SmoothedInput {
   }
 };
 
+// SmoothedInput where act_smooth is given, PlainInput's identity where it is null (a uniform
+// branch): the low-rank branch's instances (variant.cuh), which take act_smooth optionally.
+struct MaybeSmoothedInput {
+  SmoothedInput smoothed;
+  __device__ __forceinline__ explicit MaybeSmoothedInput(const float* act_smooth)
+      : smoothed(act_smooth) {}
+  __device__ __forceinline__ void Apply(int col, uint32_t (&w)[8]) const {
+    if (smoothed.s != nullptr) smoothed.Apply(col, w);
+  }
+};
+
 // Quantizes one 16-element block at `src` (32 bytes, 16-byte aligned; its first column `col`)
 // into codes[0..7], *sf, through the input policy.
 template <class Arch, class Input = PlainInput, class OsSource>

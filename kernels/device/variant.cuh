@@ -26,6 +26,8 @@ struct Product {
   using Epilogue = GatedResidual;
   // What the quantizer warps quantize (quantize.cuh): attn_out as it is (contract section 3).
   using Input = PlainInput;
+  // The low-rank branch (contract section 13; lowrank.cuh): not in the product's plain instances.
+  static constexpr bool kBranch = false;
   static constexpr bool kPublish = true;        // the quantizer warps publish every unit
   static constexpr bool kEveryGroupMma = true;  // both consumer warpgroups issue MMAs
   static constexpr int kGridCap = 0;            // 0: the co-resident CTAs (launch.cuh)
@@ -50,6 +52,13 @@ struct Product {
 // first. A separate instance, so the plain path's code is the seed's alone.
 struct ProductSmoothed : Product {
   using Input = SmoothedInput;
+};
+
+// The product with the low-rank branch given (contract section 13), act_smooth optional: the
+// quantizers also down-project each unit, the consumers up-project before the epilogue.
+struct ProductBranch : Product {
+  using Input = MaybeSmoothedInput;
+  static constexpr bool kBranch = true;
 };
 
 }  // namespace h3::kernels

@@ -306,6 +306,7 @@ KernelSet MakeKernelSet() {
     });
   };
   set.smooths = std::is_same_v<typename Variant::Input, SmoothedInput>;
+  set.branch = Variant::kBranch;
   return set;
 }
 

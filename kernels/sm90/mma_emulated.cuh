@@ -14,22 +14,11 @@
 
 #include <cstdint>
 
+#include "kernels/device/mma.cuh"  // MmaBf16
 #include "kernels/sm90/emu_fragment_math.h"
 #include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels::sm90 {
-
-// bf16 x bf16 -> f32 m16n8k16 (PTX mma.sync fragment layout for .bf16: A regs {row g, k 2t..},
-// {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}; B regs {k 2t..}, {k 2t+8..} of
-// column g; C/D row g + 8*(i>>1), column 2t + (i&1)).
-__device__ __forceinline__ void MmaBf16(float (&c)[4], const uint32_t (&a)[4],
-                                        const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // bf16x2 multiply, round-to-nearest (exact here: products have <= 6 significant bits). PTX
 // mul.bf16x2 has no .ftz: subnormal inputs (the code-1 encoding 2^-127) are honoured.

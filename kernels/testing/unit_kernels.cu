@@ -22,7 +22,7 @@ __global__ void OneMmaKernel(const uint32_t* a, const uint32_t* b, const float* 
   uint32_t aq[4][4], bq[4][2];
   sm90::DequantAFragment(ar, sfa[l], aq);
   sm90::DequantBFragment(br, sfb[l], bq);
-  for (int s = 0; s < 4; ++s) sm90::MmaBf16(frag, aq[s], bq[s]);
+  for (int s = 0; s < 4; ++s) MmaBf16(frag, aq[s], bq[s]);
   for (int i = 0; i < 4; ++i) {
     d_inst[4 * l + i] = acc[i];
     d_emu[4 * l + i] = emu[i];

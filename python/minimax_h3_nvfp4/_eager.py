@@ -101,10 +101,10 @@ _OUT, _ACTQ, _ACTSF = (_NAMES.index(n) for n in ("out", "act_q", "act_sf"))
 # The rows the registered op declares mutated (_torch_op._MUTATED, from the table) besides out:
 # their version counters are bumped after a run, as the op's own route does.
 _MUTATED_BESIDES_OUT = tuple(_NAMES.index(n) for n in _torch_op._MUTATED if n != "out")
-# The low-rank branch (contract section 13): the GPU kernel refuses it, through the full route
-# (its error, and no cached workspace touched by a call that cannot run). act_smooth (section 12)
-# is the kernel's: it takes the fast path like any optional input.
-_NOT_ON_GPU = tuple(_NAMES.index(n) for n in ("lora_down", "lora_up"))
+# Operands the GPU kernel refuses, through the full route (its error, and no cached workspace
+# touched by a call that cannot run): none. The quality options (contract sections 12, 13) are
+# the kernel's and take the fast path like any optional input.
+_NOT_ON_GPU = ()
 
 
 def _zero():

@@ -35,18 +35,21 @@ def to_numpy(x):
 
 
 def out_envelope(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale,
-                 gate, gate_index, residual, rows=None, act_smooth=None):
+                 gate, gate_index, residual, rows=None, act_smooth=None, lora_down=None,
+                 lora_up=None):
     """(lo, hi, exact) for the op's rows `rows` (None: all): lo, hi uint16 [rows, N], the
     closed interval of admissible bf16 patterns in the contract's total order; exact uint8
     [rows, N], 1 where the accumulation bound is 0 (the result is unique). act_smooth: the
-    op's smoothing factors (contract section 12), when it smooths."""
+    op's smoothing factors (contract section 12), when it smooths; lora_down, lora_up: its
+    low-rank branch (section 13), when it has one."""
     ops = [attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,
            gate_index, residual]
     names = ["attn_out", "o_weight_q", "o_weight_sf", "o_weight_global_scale",
              "act_global_scale", "gate", "gate_index", "residual"]
-    if act_smooth is not None:
-        ops.append(act_smooth)
-        names.append("act_smooth")
+    for name, x in (("act_smooth", act_smooth), ("lora_down", lora_down), ("lora_up", lora_up)):
+        if x is not None:
+            ops.append(x)
+            names.append(name)
     arrays = [to_numpy(x) for x in ops]
     a = _native.new_args(lambda x: _native.make_array(x.ctypes.data, x.shape),
                          **dict(zip(names, arrays)))

@@ -474,31 +474,33 @@ class ModuleTest(unittest.TestCase):
         bad, first = testing.check_out(got, lo, hi)
         self.assertEqual(bad, 0, first)
 
-    def test_module_with_branch_is_refused(self):
-        # The kernel does not compute the low-rank branch yet (issue 30): a module built with
-        # it on CUDA (SVD and quantizer there) passes it to the op, which refuses it with the
-        # host API's error, not a result without it; the same module moved to the CPU
-        # computes it.
+    def test_module_with_branch(self):
+        # The low-rank branch is the kernel's (contract section 13): a module built with it on
+        # CUDA (with and without smoothing) runs it there; out lies in the envelope of section
+        # 13.2 (the emulator's checker), and the out= route gives the same bits.
         g = torch.Generator().manual_seed(43)
         w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
-        x = torch.randn(64, 512, generator=g).to(torch.bfloat16)
+        x = (torch.randn(64, 512, generator=g) * torch.exp(torch.randn(512, generator=g))
+             ).to(torch.bfloat16)
         res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
         gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
-        idx = torch.randint(0, 9, (64,), generator=g, dtype=torch.int32)
-        for kw, name, section in (({"lowrank": 32}, "lora_down", 13),
-                                  ({"lowrank": 16, "smooth_alpha": 0.5}, "lora_down", 13)):
-            with self.subTest(option=name):
+        idx = torch.randint(-1, 10, (64,), generator=g, dtype=torch.int32)
+        for kw in ({"lowrank": 32}, {"lowrank": 16, "smooth_alpha": 0.5}, {"lowrank": 64}):
+            with self.subTest(**kw):
                 mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
                     w.to(DEV), calibration_sample=x.to(DEV), **kw)
+                got = mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV)).cpu()
                 out = torch.full_like(res, float("nan")).to(DEV)
-                with self.assertRaisesRegex(
-                        ValueError, r"%s must be null \(None\): the GPU kernel does not "
-                        r"support it yet \(the CPU emulator computes it, contract section %d\)"
-                        % (name, section)):
-                    mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
-                self.assertTrue(bool(torch.isnan(out.float()).all()))  # nothing written
-                mod.cpu()
-                self.assertEqual(tuple(mod(x, res, gate, idx).shape), (64, 256))
+                mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
+                np.testing.assert_array_equal(bits(out), bits(got))
+                smooth = getattr(mod, "act_smooth", None)
+                lo, hi, _ = testing.out_envelope(
+                    x, mod.o_weight_q.cpu(), mod.o_weight_sf.cpu(),
+                    mod.o_weight_global_scale.cpu(), mod.act_global_scale.cpu(), gate, idx, res,
+                    act_smooth=None if smooth is None else smooth.cpu(),
+                    lora_down=mod.lora_down.cpu(), lora_up=mod.lora_up.cpu())
+                bad, first = testing.check_out(got, lo, hi)
+                self.assertEqual(bad, 0, first)
 
     def test_calibration(self):
         x = torch.randn(128, 7168, dtype=torch.bfloat16, device=DEV)

@@ -32,6 +32,7 @@ check cuda_smoke        "$B/cuda_smoke_test"
 check unit_kernels      "$B/unit_kernels_test"
 check out_proj          "$B/out_proj_test"
 check out_proj_smooth   "$B/out_proj_smooth_test"
+check out_proj_branch   "$B/out_proj_branch_test"
 check out_proj_capture  "$B/out_proj_capture_test"
 check timing_variants   "$B/timing_variants_test"
 check stall             "$B/stall_test"
@@ -68,6 +69,9 @@ if [[ ${1:-} != quick ]]; then
     # The smoothed instances (act_smooth read per block; non-finite factors refused).
     check "sanitizer_smooth_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/out_proj_smooth_test" --gtest_filter='*special_extreme_faithful:*gauss_two_tiles_per_cta_fast*:*Checked*'
+    # The branch's instances (partials written by the quantizers, read by the epilogues).
+    check "sanitizer_branch_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$B/out_proj_branch_test" --gtest_filter='*gauss_r16_faithful:*special_extreme_r64_fast:*two_tiles_per_cta_r32_faithful_128x128'
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do

@@ -9,6 +9,7 @@ targets=(
   //kernels/testing:unit_kernels_test
   //kernels:out_proj_test
   //kernels:out_proj_smooth_test
+  //kernels:out_proj_branch_test
   //kernels:out_proj_capture_test
   //harness/bench:timing_variants_test
   //kernels/testing:stall_test

