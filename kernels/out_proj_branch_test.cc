@@ -25,6 +25,7 @@
 #include "harness/testbed/problem.h"
 #include "harness/testbed/rows.h"
 #include "kernels/out_proj.h"
+#include "kernels/out_proj_test_util.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3 {
@@ -50,18 +51,7 @@ absl::StatusOr<Problem> MakeProblem(int64_t m, int64_t n, int64_t k, DataKind da
 // act_q/act_sf bit-exact, out inside the envelope (asserted bit-exact where `exact`).
 void ExpectMatchesEmulator(const Problem& p, const DeviceProblem& d, const RunOptions& o,
                            bool exact) {
-  const std::vector<int64_t> rows = testbed::SampleRows(p.shape.m, 512, /*seed=*/1);
-  absl::StatusOr<testbed::RunResult> got = testbed::DownloadResult(d, o, rows);
-  ASSERT_TRUE(got.ok()) << got.status();
-  testbed::JudgeOptions judge;
-  judge.exact_data = exact;
-  judge.compare_act = true;
-  absl::StatusOr<testbed::Comparison> c = testbed::CompareWithEmulator(p, rows, *got, judge);
-  ASSERT_TRUE(c.ok()) << c.status();
-  if (exact) {
-    EXPECT_EQ(c->out_check, "bit-exact") << "test data is not exact";
-  }
-  EXPECT_TRUE(c->pass) << c->Summary();
+  out_proj_test::ExpectMatchesEmulator(p, d, o, exact, /*max_rows=*/512);
 }
 
 struct BranchCase {
@@ -96,14 +86,6 @@ TEST_P(OutProjBranchTest, MatchesEmulator) {
   ExpectMatchesEmulator(*p, *d, o, c.data == DataKind::kExact);
 }
 
-std::vector<OutProjTile> EveryTile() {
-  std::vector<OutProjTile> tiles = {OutProjTile::kAuto};
-  for (const OutProjTileInfo& t : kOutProjTiles) {
-    if (t.tile != kOutProjTileDefault) tiles.push_back(t.tile);
-  }
-  return tiles;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Shapes, OutProjBranchTest,
     ::testing::Combine(
@@ -125,12 +107,10 @@ INSTANTIATE_TEST_SUITE_P(
             BranchCase{"gauss_two_tiles_per_cta_r32", 8955, 384, 512, DataKind::kGaussian,
                        SmoothPattern::kLogNormal, 32}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
-        ::testing::ValuesIn(EveryTile())),
+        ::testing::ValuesIn(out_proj_test::EveryTile())),
     [](const ::testing::TestParamInfo<std::tuple<BranchCase, Sm90Emulation, OutProjTile>>& i) {
-      const OutProjTile t = std::get<2>(i.param);
       return std::string(std::get<0>(i.param).name) +
-             (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
-             (t == OutProjTile::kAuto ? "" : std::string("_") + FindOutProjTile(t)->name);
+             out_proj_test::ParamSuffix(std::get<1>(i.param), std::get<2>(i.param));
     });
 
 // The partial sums are written and summed in a fixed order (no atomics): two runs give the same

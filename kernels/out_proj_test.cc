@@ -22,6 +22,7 @@
 #include "harness/testbed/gpu_run.h"
 #include "harness/testbed/problem.h"
 #include "harness/testbed/rows.h"
+#include "kernels/out_proj_test_util.h"
 #include "tools/cuda/gpu_test.h"
 
 namespace h3 {
@@ -31,6 +32,8 @@ using testbed::DataKind;
 using testbed::DeviceProblem;
 using testbed::Problem;
 using testbed::RunOptions;
+using out_proj_test::EveryTile;
+using out_proj_test::ExpectMatchesEmulator;
 
 // Every row of a problem from the testbed's generator (gate_index all valid).
 absl::StatusOr<Problem> MakeProblem(int64_t m, int64_t n, int64_t k, int64_t g, DataKind data,
@@ -54,25 +57,6 @@ std::vector<T> Host(const testbed::DeviceBuffer<T>& buffer) {
   return host.ok() ? *std::move(host) : std::vector<T>();
 }
 
-// Checks a finished run on up to `max_rows` rows (testbed::SampleRows: always the first and the
-// last): act_q/act_sf bit-exact when the run had caller workspaces, out inside the contract's
-// envelope, and bit-exact (asserted) on exact data.
-void ExpectMatchesEmulator(const Problem& p, const DeviceProblem& d, const RunOptions& options,
-                           bool expect_exact, int64_t max_rows) {
-  const std::vector<int64_t> rows = testbed::SampleRows(p.shape.m, max_rows, /*seed=*/1);
-  absl::StatusOr<testbed::RunResult> got = testbed::DownloadResult(d, options, rows);
-  ASSERT_TRUE(got.ok()) << got.status();
-  testbed::JudgeOptions judge;
-  judge.exact_data = expect_exact;
-  judge.compare_act = options.caller_workspace;
-  absl::StatusOr<testbed::Comparison> c = testbed::CompareWithEmulator(p, rows, *got, judge);
-  ASSERT_TRUE(c.ok()) << c.status();
-  if (expect_exact) {
-    EXPECT_EQ(c->out_check, "bit-exact") << "test data is not exact";
-  }
-  EXPECT_TRUE(c->pass) << c->Summary();
-}
-
 struct Case {
   const char* name;
   int64_t m, n, k, g;
@@ -81,19 +65,6 @@ struct Case {
   bool own_workspace;  // act_q/act_sf null: the op allocates
   bool weight_scale_on_device;
 };
-
-// kAuto, then every other config of the registry (kernels/device/tiles.h): each test case runs with
-// every config of the SM120 kernel.
-std::vector<OutProjTile> EveryTile() {
-  std::vector<OutProjTile> tiles = {OutProjTile::kAuto};
-  for (const OutProjTileInfo& t : kOutProjTiles) {
-    if (t.tile != kOutProjTileDefault) tiles.push_back(t.tile);
-  }
-  return tiles;
-}
-std::string TileSuffix(OutProjTile tile) {
-  return tile == OutProjTile::kAuto ? "" : std::string("_") + FindOutProjTile(tile)->name;
-}
 
 // Each case runs with every config of the SM120 kernel and, on sm_90, with both emulations (the
 // fast one has a single config of its own: run once; on sm_120 both emulations select the native
@@ -155,8 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
         ::testing::ValuesIn(EveryTile())),
     [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation, OutProjTile>>& i) {
       return std::string(std::get<0>(i.param).name) +
-             (std::get<1>(i.param) == Sm90Emulation::kFast ? "_fast" : "_faithful") +
-             TileSuffix(std::get<2>(i.param));
+             out_proj_test::ParamSuffix(std::get<1>(i.param), std::get<2>(i.param));
     });
 
 // NaN / Inf / subnormal / zero / -0 activations.
@@ -570,8 +540,7 @@ TEST(OutProjTest, ReusedFlagsLeftZero) {
   for (Sm90Emulation emu : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
     for (OutProjTile tile : EveryTile()) {
       if (emu == Sm90Emulation::kFast && tile != OutProjTile::kAuto) continue;  // one tile
-      SCOPED_TRACE(std::string(emu == Sm90Emulation::kFast ? "fast" : "faithful") +
-                   TileSuffix(tile));
+      SCOPED_TRACE(out_proj_test::ParamSuffix(emu, tile));
       ASSERT_TRUE(flags.Fill(0xA5).ok());
       ASSERT_TRUE(testbed::Poison(*d1).ok() && testbed::Poison(*d2).ok());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fills ran on the legacy stream

@@ -450,10 +450,11 @@ class ModuleTest(unittest.TestCase):
                     r"NoneType$" % name):
                 gpu_mod(*(ops[:i] + [None] + ops[i + 1:]))
 
-    def test_module_with_smoothing(self):
-        # act_smooth is the kernel's (contract section 12): a module built with smoothing on
-        # CUDA runs it there; act_q is then the codes of x' (the same bytes as the CPU module's)
-        # and out lies in the envelope of the smoothed op. Eager and out= routes alike.
+    def test_module_with_options(self):
+        # The quality options are the kernel's (contract sections 12, 13): a module built with
+        # smoothing and / or the low-rank branch on CUDA runs them there; out lies in the
+        # envelope of the op with those options (the emulator's checker), and the out= route
+        # gives the same bits (the kernel is deterministic).
         g = torch.Generator().manual_seed(44)
         w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
         x = (torch.randn(64, 512, generator=g) * torch.exp(torch.randn(512, generator=g))
@@ -461,31 +462,8 @@ class ModuleTest(unittest.TestCase):
         res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
         gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
         idx = torch.randint(-1, 10, (64,), generator=g, dtype=torch.int32)
-        mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(w.to(DEV), calibration_sample=x.to(DEV),
-                                                     smooth_alpha=0.5)
-        self.assertIsNotNone(mod.act_smooth)
-        got = mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV)).cpu()
-        out = torch.full_like(res, float("nan")).to(DEV)
-        mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
-        np.testing.assert_array_equal(bits(out), bits(got))  # deterministic: the same bits
-        lo, hi, _ = testing.out_envelope(
-            x, mod.o_weight_q.cpu(), mod.o_weight_sf.cpu(), mod.o_weight_global_scale.cpu(),
-            mod.act_global_scale.cpu(), gate, idx, res, act_smooth=mod.act_smooth.cpu())
-        bad, first = testing.check_out(got, lo, hi)
-        self.assertEqual(bad, 0, first)
-
-    def test_module_with_branch(self):
-        # The low-rank branch is the kernel's (contract section 13): a module built with it on
-        # CUDA (with and without smoothing) runs it there; out lies in the envelope of section
-        # 13.2 (the emulator's checker), and the out= route gives the same bits.
-        g = torch.Generator().manual_seed(43)
-        w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16)
-        x = (torch.randn(64, 512, generator=g) * torch.exp(torch.randn(512, generator=g))
-             ).to(torch.bfloat16)
-        res = torch.randn(64, 256, generator=g).to(torch.bfloat16)
-        gate = torch.randn(9, 256, generator=g).to(torch.bfloat16)
-        idx = torch.randint(-1, 10, (64,), generator=g, dtype=torch.int32)
-        for kw in ({"lowrank": 32}, {"lowrank": 16, "smooth_alpha": 0.5}, {"lowrank": 64}):
+        for kw in ({"smooth_alpha": 0.5}, {"lowrank": 32}, {"lowrank": 16, "smooth_alpha": 0.5},
+                   {"lowrank": 64}):
             with self.subTest(**kw):
                 mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(
                     w.to(DEV), calibration_sample=x.to(DEV), **kw)
@@ -493,12 +471,11 @@ class ModuleTest(unittest.TestCase):
                 out = torch.full_like(res, float("nan")).to(DEV)
                 mod(x.to(DEV), res.to(DEV), gate.to(DEV), idx.to(DEV), out=out)
                 np.testing.assert_array_equal(bits(out), bits(got))
-                smooth = getattr(mod, "act_smooth", None)
+                opts = {n: getattr(mod, n, None) for n in ("act_smooth", "lora_down", "lora_up")}
                 lo, hi, _ = testing.out_envelope(
                     x, mod.o_weight_q.cpu(), mod.o_weight_sf.cpu(),
                     mod.o_weight_global_scale.cpu(), mod.act_global_scale.cpu(), gate, idx, res,
-                    act_smooth=None if smooth is None else smooth.cpu(),
-                    lora_down=mod.lora_down.cpu(), lora_up=mod.lora_up.cpu())
+                    **{n: None if t is None else t.cpu() for n, t in opts.items()})
                 bad, first = testing.check_out(got, lo, hi)
                 self.assertEqual(bad, 0, first)
 
