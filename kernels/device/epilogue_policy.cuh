@@ -4,7 +4,8 @@
 // The epilogue as a policy type: what a consumer warp's finished tile of accumulators becomes.
 // The kernel's tile path (out_proj_kernel.cuh ConsumerLoop, sm90/fast_kernel.cuh
 // FastConsumerLoop) calls EpilogueTile<Cfg, Arch, Epi> below once per warp tile, with
-// Epi = Variant::Epilogue (variant.cuh). EpilogueTile owns the loops, the registers that carry
+// Epi = Variant::Epilogue (variant.cuh), through lowrank.cuh FinishWarpTile (the low-rank branch
+// first where the Variant has it: below). EpilogueTile owns the loops, the registers that carry
 // values between the hooks and the order of memory accesses; the policy supplies the hooks. A new
 // epilogue is a new policy type: the tile path and EpilogueTile stay as they are.
 //
@@ -67,7 +68,8 @@
 //     Cfg::kSetMaxNReg): the accumulators (4 kMFrags kNFrags words), t (2 kMFrags kNFrags), a
 //     batch of reads and the Tile's members are live together. The product spills nothing on
 //     sm_120f, where the build's ptxas gate fails on spills (tools/cuda/defs.bzl);
-//     a new policy keeps it so.
+//     a new policy keeps it so. (The branch's instances spill there, 16-124 bytes, and build
+//     with the gate off: kernels/launch/BUILD out_proj_branch_kernel.)
 //   - No local array written under a branch inside a hook: nvcc optimizes a function before it
 //     inlines it, and such an array, promoted to registers there rather than in EpilogueTile,
 //     comes out in another order (measured: the product's SASS changed when its store step was
@@ -75,14 +77,12 @@
 //     hold words.
 //
 // How the next epilogues plug in (a policy each; the tile path and EpilogueTile untouched):
-//   - GatedResidualPlusLowRank (SVDQuant's low-rank branch, out = ... + L1 (L2 x)): set-up also
-//     loads the tile's rows of the down-projected activations (rank-r values per row, made
-//     earlier in the call); Apply forms o = acc (x) alpha (+) the rank-r term of its pairs (the
-//     up-projection's columns loaded like the gate's, in the rounding order its contract text
-//     fixes), then the gate product as GatedResidual's Apply does; Read, Combine and Store are
-//     GatedResidual's (a Tile deriving from GatedResidual::Tile keeps them). Its operands come
-//     through OutProjParams (core/operands.def), its instances through a Variant whose Epilogue
-//     it is (variant.cuh) and that Variant's KernelSet (launch.cuh MakeKernelSet).
+//   - The low-rank branch (contract section 13; SVDQuant's out = ... + L1 (L2 x')) is not a
+//     policy: it transforms the accumulators before EpilogueTile (lowrank.cuh). The quantizer
+//     warps leave each unit's down-projected partial sums in a workspace; FinishWarpTile, where
+//     Variant::kBranch (variant.cuh ProductBranch), has BranchUpTile turn the tile's acc into
+//     v = o + bf16(lambda) @ lora_up^T (mma.sync with C = o = acc (x) alpha), then runs the
+//     product's policy, GatedResidual, on v with Arch = AccAsIs<Arch> (no rescaling) and alpha 1.
 //   - The input-channel smoothing (contract section 12: x' = bf16(f32(x) (x) s_k) per channel k
 //     before quantization, s = act_smooth; the caller's weight is the smoothed one) changes what
 //     the quantizer warps quantize, not what the accumulators mean: no epilogue hook. It is the

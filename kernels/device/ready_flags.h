@@ -22,6 +22,11 @@
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
+//   branch instances (lowrank.cuh): the quantizer warp's generic st.global of the unit's partial
+//                   sums precede its PublishUnit; the consumer warps read them (ld.global.cg)
+//                   after the waits on the tile's stage mbarriers. The chain: quantizer release
+//                   -> load warp acquire (ChunkReady) -> its mbarrier arrive (release.cta) ->
+//                   consumer wait (acquire.cta). The consumers never read the flags themselves.
 //   producer warps, last (the only warps that use the flags; a thread of any warp that gives
 //                   up waiting sets kStallClaim, then traps): ResetAtExit: they meet on named
 //                   barrier kExitBarrier, then thread 0 fences (membar.gl) and counts the CTA out

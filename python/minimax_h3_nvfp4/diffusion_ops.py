@@ -21,6 +21,9 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
                                          minimax_h3_nvfp4 tune`);
                                          ignored by the emulator and the fast sm_90 build
 
+then the quality options act_smooth, lora_down, lora_up (None: off; docs/contract.md sections
+12-13; the op's docstring), which both backends compute.
+
 The backend follows the tensors: CUDA torch tensors run the GPU kernel on
 torch.cuda.current_stream() (SM12x native, sm_90 validation build); CPU torch tensors and NumPy
 arrays run the bit-exact CPU emulator. NumPy has no bf16: bf16 operands are uint16 bit patterns
@@ -341,8 +344,8 @@ def minimax_h3_nvfp4_out_proj(attn_out, o_weight_q, o_weight_sf, o_weight_global
         compute it.
       lora_down, lora_up: optional bf16 [r, K] and [N, r], r a multiple of 16 in 16..64, given
         together, finite: the low-rank branch bf16(x' @ lora_down^T) @ lora_up^T added to o
-        before the gate (contract section 13; quality.py prepares all three). The CPU emulator
-        computes the branch; the GPU kernel does not yet and refuses it (ValueError).
+        before the gate (contract section 13; quality.py prepares all three). Both backends
+        compute it (one factor alone or another r: ValueError).
     NumPy has no bf16 dtype: NumPy bf16 operands are uint16 arrays of bf16 bit patterns (or
     ml_dtypes.bfloat16 arrays); minimax_h3_nvfp4.bf16 converts from and to float32.
 

@@ -18,10 +18,9 @@ smooth_alpha: SmoothQuant's per-channel smoothing, act_smooth = max|W|^(1-a) / m
 sample (quality.smoothing_factors), the weight divided by it column by column; lowrank: the
 top-r singular directions of the (smoothed) weight as a bf16 branch (lora_down [r, K], lora_up
 [N, r]) beside the NVFP4 residual weight (quality.lowrank_split). Both are buffers the op
-computes with; the static activation scale then refers to the smoothed activations x'. On CUDA
-the GPU kernel computes act_smooth (contract section 12); it does not compute the low-rank
-branch yet: a module with lora_down / lora_up on CUDA raises the op's ValueError in forward (the
-CPU emulator computes the branch).
+computes with; the static activation scale then refers to the smoothed activations x'. Both
+backends compute both options: on CUDA the GPU kernel (contract sections 12-13), on the CPU the
+emulator.
 """
 
 import numbers
@@ -101,10 +100,8 @@ class NVFP4GatedResidualLinear(torch.nn.Module):
     act_smooth, lora_down and lora_up are buffers (None when off): they follow .to() and the
     state dict, and load_state_dict takes a state dict's options as they are (a module built
     plain loads one with options, and the reverse). forward passes them to the op. The GPU
-    kernel computes act_smooth (act_q / act_sf bit-exact against the emulator, out within the
-    contract's bound); it refuses the low-rank branch: forward on CUDA with lora_down / lora_up
-    set raises the op's ValueError ("... lora_down must be null (None): the GPU kernel does not
-    support it yet ..."), never a result without it; the CPU emulator computes it.
+    kernel computes both, as the CPU emulator does (act_q / act_sf bit-exact against the
+    emulator, out within the contract's bound).
     calibrate(sample) smooths the sample first when act_smooth is set.
     """
 
