@@ -52,7 +52,10 @@ enum class Sm90Emulation { kFaithful, kFast };
 // holds the residual, in place), act_q with act_sf (workspaces the op fills with the
 // activation's codes and linear scales; else the op allocates them), ready_flags (a workspace of
 // at least OutProjReadyFlagBytes(m) bytes, 16-byte aligned; its contents on entry do not matter
-// - the op zeroes it on the stream - unless ready_flags_zeroed says they are zero already).
+// - the op zeroes it on the stream - unless ready_flags_zeroed says they are zero already),
+// act_smooth (contract section 12), lora_down with lora_up (section 13; r = lora_down's rows in
+// {16, 32, 48, 64}; the op allocates the branch's partial sums, NumChunks(k) * m * r floats, in
+// the same stream-ordered workspace as the ready flags).
 struct OutProjArgs : OperandSet {
   // True: ready_flags is all zero where this call's kernel starts, and the op skips its
   // cudaMemsetAsync (one stream operation fewer; 1.4 us of host time on the H200's host). Every

@@ -1,8 +1,8 @@
 // The low-rank branch on the GPU (contract section 13): the branch instances against the
 // emulator - act_q/act_sf bit-exact, out inside section 13.2's envelope (emulator/check_branch.h),
 // bit-exact on exact data with zero factors - for r = 16 / 32 / 48 / 64, with and without
-// act_smooth, on every config and both sm_90 emulations; two runs are bitwise identical; the
-// host API's refusals of a malformed branch.
+// act_smooth, on every config and both sm_90 emulations; two runs are bitwise identical. (The
+// host API's refusals of a malformed branch: out_proj_options_test.cc, no GPU needed.)
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
