@@ -256,21 +256,6 @@ absl::Status ValidateArgs(const OutProjArgs& a, OpDims* d) {
       emu != static_cast<int>(Sm90Emulation::kFast)) {
     return bad("sm90_emulation", "Sm90Emulation::kFaithful or kFast (0 or 1)", emu);
   }
-  // The low-rank branch (contract section 13): both factors or neither, r in {16, 32, 48, 64}.
-  if ((a.lora_down.data == nullptr) != (a.lora_up.data == nullptr)) {
-    const bool down = a.lora_down.data == nullptr;
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "minimax_h3_nvfp4_out_proj: %s: expected given together with %s (the low-rank branch "
-        "needs both, contract section 13), got %s alone",
-        down ? "lora_down" : "lora_up", down ? "lora_up" : "lora_down",
-        down ? "lora_up" : "lora_down"));
-  }
-  if (a.lora_down.data != nullptr && a.lora_down.ndim == 2) {
-    const int64_t r = a.lora_down.shape[0];
-    if (r < 16 || r > kernels::kMaxLoraRank || r % 16 != 0) {
-      return bad("lora_down's rows (r)", "a multiple of 16 in [16, 64] (contract section 13)", r);
-    }
-  }
   const OperandRules rules{GpuShapeRule, "a device pointer", /*check_alignment=*/true,
                            OutProjReadyFlagBytes};
   if (absl::Status s = ValidateOperands(a, rules, d); !s.ok()) return s;

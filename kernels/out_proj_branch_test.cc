@@ -114,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // The partial sums are written and summed in a fixed order (no atomics): two runs give the same
-// bits.
+// bits. Between them another problem of the same size runs, so the stream-ordered pool hands the
+// second run a workspace holding other partials: a slot read before it is written would show.
 TEST(OutProjBranchTest, Deterministic) {
   H3_SKIP_WITHOUT_GPU();
   absl::StatusOr<Problem> p =
@@ -127,6 +128,12 @@ TEST(OutProjBranchTest, Deterministic) {
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
   absl::StatusOr<testbed::RunResult> first = testbed::DownloadResult(*d, o, rows);
   ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<Problem> other =
+      MakeProblem(4099, 512, 3584, DataKind::kHeavyTail, SmoothPattern::kExtreme, 32, 4);
+  ASSERT_TRUE(other.ok()) << other.status();
+  absl::StatusOr<DeviceProblem> d2 = testbed::UploadProblem(testbed::InputsOf(*other));
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d2, o), nullptr, CheckMode::kChecked).ok());
   ASSERT_TRUE(testbed::Poison(*d).ok());
   ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
   absl::StatusOr<testbed::RunResult> second = testbed::DownloadResult(*d, o, rows);

@@ -54,22 +54,24 @@ TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
       {"lora_up alone", [](Fixture& f, OutProjArgs& a) {
          a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
        },
-       "minimax_h3_nvfp4_out_proj: lora_down: expected given together with lora_up (the "
-       "low-rank branch needs both, contract section 13), got lora_up alone"},
+       "minimax_h3_nvfp4_out_proj: lora_down must be given together with lora_up (lora_up [N, R] "
+       "uses lora_down [R, K]'s R), got lora_up alone"},
       {"lora_down alone", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(16 * kK * 2), {16, kK});
        },
-       "lora_up: expected given together with lora_down"},
+       "lora_up must be given together with lora_down (lora_up [N, R] uses lora_down [R, K]'s "
+       "R), got lora_down alone"},
       {"rank 24", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(24 * kK * 2), {24, kK});
          a.lora_up = Operand::Of(f.Take(kN * 24 * 2), {kN, 24});
        },
-       "lora_down's rows (r) must be a multiple of 16 in [16, 64] (contract section 13), got 24"},
+       "lora_down must be [R, K] with R a multiple of 16 in 16..64 (the branch's rank, contract "
+       "section 13), got R = 24 (shape [24, 256])"},
       {"rank 80", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(80 * kK * 2), {80, kK});
          a.lora_up = Operand::Of(f.Take(kN * 80 * 2), {kN, 80});
        },
-       "got 80"},
+       "got R = 80 (shape [80, 256])"},
       {"lora_up's rank differs", [](Fixture& f, OutProjArgs& a) {
          a.lora_down = Operand::Of(f.Take(32 * kK * 2), {32, kK});
          a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
@@ -80,7 +82,7 @@ TEST(OutProjOptionsTest, RefusedBeforeAnyCudaCall) {
          a.attn_out.shape[0] = a.residual.shape[0] = a.out.shape[0] = a.gate_index.shape[0] = 0;
          a.lora_up = Operand::Of(f.Take(kN * 16 * 2), {kN, 16});
        },
-       "lora_down: expected given together with lora_up"},
+       "lora_down must be given together with lora_up"},
       // act_smooth is the kernel's (contract section 12): its operand checks, before any CUDA call.
       {"act_smooth wrong shape", [](Fixture& f, OutProjArgs& a) {
          a.act_smooth = Operand::Of(f.Take(kK * 4), {kK + 1});

@@ -104,7 +104,8 @@ absl::StatusOr<std::unique_ptr<Inputs>> MakeInputs(int64_t m, int64_t l2_bytes,
   h.act_smooth.resize(static_cast<size_t>(BenchK()));
   for (int64_t c = 0; c < BenchK(); ++c) h.act_smooth[c] = SmoothFactor(c);
   H3_RETURN_IF_ERROR(in->act_smooth.Upload(h.act_smooth));
-  // Branch factors ~ N(0, 1/K) and N(0, 0.02^2), bf16 (testbed's recipe, a fixed hash here).
+  // Branch factors of the testbed's sizes (1/sqrt(K) and 0.02 times 2^u - 1, u uniform in
+  // [-1, 1]: not Gaussian, a fixed hash; the timing does not depend on the values), bf16.
   h.lora_down.resize(static_cast<size_t>(kBenchRank * BenchK()));
   h.lora_up.resize(static_cast<size_t>(kN * kBenchRank));
   const float down_sd = 1.0f / std::sqrt(static_cast<float>(BenchK()));

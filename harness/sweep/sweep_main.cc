@@ -41,7 +41,7 @@ ABSL_FLAG(std::string, sm90_emulation, "faithful",
 ABSL_FLAG(std::string, filter, "",
           "ECMAScript regex; only cases whose name matches run (e.g. 'h3/m=12[789]/', "
           "'golden', 'exact', 'smooth='). Names: "
-          "<shape>/m=<M>/<data>/<gate_index>/<out|inplace>/<ws|nows>[/smooth=<pattern>]");
+          "<shape>/m=<M>/<data>/<gate_index>/<out|inplace>/<ws|nows>[/smooth=<pattern>][/lora=<r>]");
 ABSL_FLAG(uint64_t, seed, 1, "seed of every generated input (and of the sampled rows)");
 ABSL_FLAG(std::vector<std::string>, extra_m, {},
           "comma-separated extra M values, each run at the MiniMax-H3 shape with Gaussian and "

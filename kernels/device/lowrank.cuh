@@ -16,8 +16,11 @@
 // (one chunk) writes slot = its chunk; any other unit (all chunks) writes slot 0. The epilogue of
 // m-tile mt reads slots [0, front ? chunks : 1). Every slot it reads was written by a unit
 // published before the tile's loads could start (ready_flags.h), so the consumer sees it through
-// the chain quantizer release -> load warp acquire -> the stage's mbarrier (release / acquire).
-// Unwritten slots (rows beyond M) are never read.
+// the chain: every lane's stores, its membar.gl and the warp's __syncwarp (PublishUnit) -> one
+// lane's red.release.gpu per chunk (the units' reds on a flag form its release sequence) -> the
+// load warp's ld.acquire.gpu -> the stage's mbarrier arrive (release.cta) -> the consumer's wait
+// (acquire.cta). Unwritten slots (rows beyond M) are never read. Deterministic for a given
+// device, config and grid: which m-tiles are front (one partial per chunk) depends on the grid.
 
 #include <cstdint>
 
@@ -159,6 +162,10 @@ template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void FinishWarpTile(WarpAcc<Cfg>& acc, int64_t row0, int col0,
                                                const OutProjParams& p, float alpha, int64_t mt) {
   if constexpr (Variant::kBranch) {
+    // The partials' ordering (header) needs every unit published and every consumer warp
+    // waiting on every A stage of its tile.
+    static_assert(Variant::kPublish && Variant::kEveryGroupMma,
+                  "a branch Variant publishes every unit and runs every group's stages");
     const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
     const int slots = mt * WorkUnits<Cfg::kQuantRows>::kGroupsPerMTile < units.front_groups
                           ? units.chunks

@@ -27,8 +27,6 @@ namespace h3::kernels {
 #define H3_PARAM_VALUE_IN_PLACE(name)
 #define H3_PARAM_VALUE_OR_VALUE(name) float name##_value = 0.f;  // used where `name` is null
 
-inline constexpr int kMaxLoraRank = 64;  // contract section 13: r in {16, 32, 48, 64}
-
 struct OutProjParams {
   int64_t m = 0;
   int n = 0, k = 0, g = 0;

@@ -26,6 +26,7 @@ struct Product {
   using Epilogue = GatedResidual;
   // What the quantizer warps quantize (quantize.cuh): attn_out as it is (contract section 3).
   using Input = PlainInput;
+  static constexpr bool kSmooths = false;  // act_smooth required (its KernelSet's `smooths`)
   // The low-rank branch (contract section 13; lowrank.cuh): not in the product's plain instances.
   static constexpr bool kBranch = false;
   static constexpr bool kPublish = true;        // the quantizer warps publish every unit
@@ -52,6 +53,7 @@ struct Product {
 // first. A separate instance, so the plain path's code is the seed's alone.
 struct ProductSmoothed : Product {
   using Input = SmoothedInput;
+  static constexpr bool kSmooths = true;
 };
 
 // The product with the low-rank branch given (contract section 13), act_smooth optional: the

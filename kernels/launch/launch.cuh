@@ -305,7 +305,7 @@ KernelSet MakeKernelSet() {
       return int{std::remove_reference_t<decltype(k)>::kSmemBytes};
     });
   };
-  set.smooths = std::is_same_v<typename Variant::Input, SmoothedInput>;
+  set.smooths = Variant::kSmooths;
   set.branch = Variant::kBranch;
   return set;
 }

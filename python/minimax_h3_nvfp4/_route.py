@@ -31,7 +31,7 @@ def route_checks_source(n, required, not_on_gpu, value_rows, written, out, act_q
         "    if %s:" % " or ".join("o%d is None" % i for i in required),
         "        return None",
     ]
-    if not_on_gpu:  # operands the GPU refuses (none today), through the full route
+    if not_on_gpu:  # operands the GPU refuses, through the full route (_eager._NOT_ON_GPU)
         lines += ["    if cuda and (%s):" % " or ".join("o%d is not None" % i for i in not_on_gpu),
                   "        return None"]
     for i in value_rows:  # a tensor, or a Python float for the host value

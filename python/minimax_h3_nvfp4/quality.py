@@ -112,7 +112,8 @@ def fold_smoothing_into_value(v_weight, o_weight, act_smooth, v_bias=None):
     """The multi-head case of fold_smoothing_into_value_proj (one value channel per attn_out
     channel: v_weight [K, hidden]), kept for its callers: returns (v_weight', v_bias',
     o_weight') in float32, torch tensors. Grouped-query attention: fold_smoothing_into_value_proj
-    with num_heads and num_kv_heads."""
+    with num_heads and num_kv_heads. Factors must be finite and > 0 (fold_smoothing_into_value_proj
+    refuses others: a zero or negative factor cannot be folded into a weight and back)."""
     k = o_weight.shape[1]
     if v_weight.dim() != 2 or v_weight.shape[0] != k:
         raise ValueError("v_weight must have shape [K, hidden] = [%d, ...] (one value channel "

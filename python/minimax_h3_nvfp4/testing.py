@@ -39,7 +39,8 @@ def out_envelope(attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_g
                  lora_up=None):
     """(lo, hi, exact) for the op's rows `rows` (None: all): lo, hi uint16 [rows, N], the
     closed interval of admissible bf16 patterns in the contract's total order; exact uint8
-    [rows, N], 1 where the accumulation bound is 0 (the result is unique). act_smooth: the
+    [rows, N], 1 where the admissible out is one value (the accumulation bound is 0; with the
+    branch, v's admissible set is one value: contract 13.2). act_smooth: the
     op's smoothing factors (contract section 12), when it smooths; lora_down, lora_up: its
     low-rank branch (section 13), when it has one."""
     ops = [attn_out, o_weight_q, o_weight_sf, o_weight_global_scale, act_global_scale, gate,

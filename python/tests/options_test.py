@@ -197,12 +197,13 @@ class GpuRefusalTest(unittest.TestCase):
                   "o_weight_sf": (int(_native.lib().h3_swizzled_scale_bytes(n, k)),),
                   "act_global_scale": (1,), "gate": (9, n), "gate_index": (m,),
                   "residual": (m, n), "out": (m, n)}
-        table = [({"lora_up": (n, 32)}, r"lora_down: expected given together with lora_up"),
-                 ({"lora_down": (32, k)}, r"lora_up: expected given together with lora_down"),
-                 ({"lora_down": (24, k), "lora_up": (n, 24)},
-                  r"lora_down's rows \(r\) must be a multiple of 16 in \[16, 64\]"),
-                 ({"lora_down": (80, k), "lora_up": (n, 80)},
-                  r"lora_down's rows \(r\) must be a multiple of 16 in \[16, 64\]"),
+        rank = r"lora_down must be \[R, K\] with R a multiple of 16 in 16..64 .*got R = %d"
+        table = [({"lora_up": (n, 32)},
+                  r"lora_down must be given together with lora_up .*got lora_up alone$"),
+                 ({"lora_down": (32, k)},
+                  r"lora_up must be given together with lora_down .*got lora_down alone$"),
+                 ({"lora_down": (24, k), "lora_up": (n, 24)}, rank % 24),
+                 ({"lora_down": (80, k), "lora_up": (n, 80)}, rank % 80),
                  ({"lora_down": (32, k), "lora_up": (n, 16)}, r"lora_up")]
         for options, message in table:
             with self.subTest(message):

@@ -91,7 +91,7 @@ fi
 # each its own report (sass*.txt / sass_report*.txt, suffixed _smoothed for the second).
 for obj in "$B"/out_proj_launch*.o; do
   [[ -f $obj ]] && command -v cuobjdump >/dev/null || continue
-  sfx=$([[ $obj == *smoothed* ]] && echo _smoothed)
+  sfx=$([[ $obj == *smoothed* ]] && echo _smoothed; [[ $obj == *branch* ]] && echo _branch)
   cuobjdump -sass -arch sm_120f "$obj" >"$OUT/sass$sfx.txt" 2>&1 || cuobjdump -sass "$obj" >"$OUT/sass$sfx.txt" 2>&1
   awk '/Function :/ {f=$3} /OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X/ {o[f]++} /USETMAXREG/ {r[f]++}
        /F2FP.BF16.F32.PACK_AB/ {b[f]++}

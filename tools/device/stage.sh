@@ -39,6 +39,8 @@ cp bazel-bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_launch.p
 # The act_smooth instances (contract section 12), reported beside the plain ones.
 cp bazel-bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_smoothed_launch.pic.o \
   .dev/bin/out_proj_launch_smoothed.o
+cp bazel-bin/kernels/launch/_objs/out_proj_branch_kernel_cuda_objects/out_proj_branch_launch.pic.o \
+  .dev/bin/out_proj_launch_branch.o
 cp bazel-bin/kernels/launch/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o \
   .dev/bin/quantize_kernel.o
 cp bazel-bin/kernels/weight_quant/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
