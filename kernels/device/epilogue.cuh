@@ -19,25 +19,10 @@
 
 #include "kernels/device/epilogue_policy.cuh"
 #include "kernels/device/params.h"
+#include "kernels/device/quantize.cuh"  // F32x2ToBf16x2Rn
 #include "kernels/device/warp_acc.cuh"
 
 namespace h3::kernels {
-
-// bf16x2 {hi, lo} = {bf16(hi), bf16(lo)}: cvt.rn.bf16x2.f32 d, a, b (sm_80+) puts a in the upper
-// half. Round to nearest-even; every NaN -> 0x7FFF (contract notation bf16()): checked on the
-// H200 against the integer formula below for all 2^32 inputs in both halves (unit_kernels_test).
-__device__ __forceinline__ uint32_t F32x2ToBf16x2Rn(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-// The contract's bf16() written with integers: the reference F32x2ToBf16x2Rn is held to.
-__device__ __forceinline__ uint32_t F32ToBf16Rne(float f) {
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFFu;
-  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-}
 
 // t = bf16(f32(gate) (x) (acc (x) alpha)) for one bf16 pair (col, col + 1), packed.
 template <class Arch>

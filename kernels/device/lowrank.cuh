@@ -105,9 +105,7 @@ __device__ __forceinline__ uint32_t BranchActivationPair(const OutProjParams& p,
     lo = c == 0 ? v.x : __fadd_rn(lo, v.x);
     hi = c == 0 ? v.y : __fadd_rn(hi, v.y);
   }
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
+  return F32x2ToBf16x2Rn(lo, hi);
 }
 
 // The up-projection of one warp tile (warp-collective), in place: acc (the contract's f32 sums,

@@ -134,15 +134,31 @@ struct PlainInput {
   __device__ __forceinline__ void Apply(int /*col*/, uint32_t (&)[8]) const {}
 };
 
-// Section 12 on one bf16 pair: each product one binary32 multiplication, then bf16() by
-// cvt.rn.bf16x2.f32 (nearest-even, overflow to +-Inf, subnormals kept: no .ftz; a NaN becomes a
-// canonical NaN, which section 3 encodes like any NaN). cvt puts its first source in the high half.
+// bf16x2 {hi, lo} = {bf16(hi), bf16(lo)}: cvt.rn.bf16x2.f32 d, a, b (sm_80+) puts a in the upper
+// half. Round to nearest-even; every NaN -> 0x7FFF (contract notation bf16()): checked on the
+// H200 against the integer formula below for all 2^32 inputs in both halves (unit_kernels_test).
+__device__ __forceinline__ uint32_t F32x2ToBf16x2Rn(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// The contract's bf16() written with integers: the reference F32x2ToBf16x2Rn is held to.
+__device__ __forceinline__ uint32_t F32ToBf16Rne(float f) {
+  const uint32_t u = __float_as_uint(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFFu;
+  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Section 12 on one bf16 pair: each product one binary32 multiplication, then bf16()
+// (F32x2ToBf16x2Rn: overflow to +-Inf, subnormals kept, no .ftz; a NaN becomes 0x7FFF, which
+// section 3 encodes like any NaN).
 __device__ __forceinline__ uint32_t SmoothBf16Pair(uint32_t w, float s_lo, float s_hi) {
   float lo, hi;
   Bf16x2ToF32(w, lo, hi);
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(__fmul_rn(hi, s_hi)), "f"(__fmul_rn(lo, s_lo)));
-  return r;
+  const float x_hi = __fmul_rn(hi, s_hi);
+  const float x_lo = __fmul_rn(lo, s_lo);
+  return F32x2ToBf16x2Rn(x_lo, x_hi);
 }
 
 struct SmoothedInput {
