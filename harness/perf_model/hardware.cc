@@ -48,6 +48,20 @@ Hardware Rtx5090Constants() {
   h.mma_flop_per_clk_per_sm = {4096,
                                "datasheet 1676 TFLOP/s dense NVFP4 / (170 SM x 2.407 GHz): one "
                                "m16n8k64 per 16 clk per sub-partition"};
+  h.bf16_mma_flop_per_clk_per_sm = {
+      512,
+      "ASSUMED: RTX 5090 'FP16/BF16 Tensor with FP32 Accumulate' 209.5 TFLOPS dense (419 with FP16 "
+      "accumulate) = 209.5e12 / (170 SM x 2.407 GHz) = 512 FLOP/clk/SM, half the FP16-accumulate "
+      "rate as on earlier GeForce parts (RTX 4090: 165.2 vs 330.3). The figure as quoted beside "
+      "mmapeak (main-horse.github.io/posts/5090-mm-perf, 'Spec' column) and by "
+      "codesota.com/hardware/rtx-5090 ('FP16 dense 209.5', NVIDIA datasheet); NVIDIA's RTX "
+      "Blackwell whitepaper table itself was not found. Against it: mmapeak in that post measured "
+      "bf16 WMMA with f32 accumulate at 370.6 TFLOP/s (~1030 FLOP/clk/SM at its 2.12 GHz: full "
+      "rate), but the same tool's f16-accumulate figure (745.8) is 2x any published rate; for it: "
+      "cuBLAS on an RTX 5060 Ti (sm_120; QuantumDrizzy/BLACKWALL) ran bf16/fp16 GEMMs with f32 "
+      "accumulate at 47.0 TFLOP/s against 87.9 with f16 accumulate. Range 512 (published, half "
+      "rate) .. 1024 (full rate)",
+      true, 512, 1024};
   h.l2_bytes_per_s = {8.7e12 * 96.0 / 128.0,
                       "ASSUMED: 8.7 TB/s measured on the RTX PRO 6000 (Chips and Cheese: 64 L2 "
                       "slices, 128 MB) x 96/128 for the 5090's 96 MB of enabled L2; no 5090 "
@@ -173,6 +187,14 @@ Hardware RtxPro6000Unfitted() {
                   "mmapeak/spec ratio 0.880; no mmapeak on this card; range 0.845 .. 0.915 of "
                   "spec (the 5090's ratio +- 4%: another board, power and clock policy)",
                   true, 2015.0 * 0.845, 2015.0 * 0.915};
+  h.bf16_mma_flop_per_clk_per_sm = {
+      1024,
+      "ASSUMED: RTX PRO 6000 Blackwell 'FP16 Tensor (FP32 Accumulate)' 503.8 TFLOPS dense, the "
+      "same as with FP16 accumulate and as BF16 (the datasheet figures as listed by hmc-tech.com's "
+      "RTX PRO 6000 Blackwell spec table; NVIDIA's own table not found) = 503.8e12 / (188 SM x "
+      "2.617 GHz) = 1024 FLOP/clk/SM: full rate, as on earlier workstation parts; unmeasured. "
+      "Range 512 (half rate, as the GeForce part) .. 1024",
+      true, 512, 1024};
   h.l2_bytes_per_s = {8.7e12, std::string(kChipsAndCheese) + ": ~8.7 TB/s measured"};
   h.l2_latency_s = {130e-9, std::string(kChipsAndCheese) + ": ~130 ns measured"};
   h.dram_bytes_per_s = {1792e9,
@@ -207,6 +229,10 @@ Hardware H200Constants() {
   // The block-scaled MMA is emulated on sm_90a: only the clock matters here.
   h.mma_flop_per_clk_per_sm = {4096, "nominal (SM120's rate) so that ClockHz() = 1.98 GHz"};
   h.mma_tflops = {132 * 4096 * 1.98e9 * 1e-12, "nominal: 132 x 4096 x 1.98 GHz (not an H200 rate)"};
+  h.bf16_mma_flop_per_clk_per_sm = {4096,
+                                    "nominal: H200 dense BF16 989 TFLOPS = 132 x 4096 x 1.83 GHz "
+                                    "(wgmma; mma.sync reaches less); the options model is not "
+                                    "applied to the H200"};
   h.l2_bytes_per_s = {7.0e12, "ASSUMED: H200 L2 bandwidth not measured here; range 5 .. 10 TB/s",
                       true, 5.0e12, 10.0e12};
   h.l2_latency_s = {200e-9, "ASSUMED: H200 L2 hit latency; range 150 .. 300 ns", true, 150e-9,

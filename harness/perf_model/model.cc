@@ -44,8 +44,9 @@ double SplitPartials(double work, double per_tile) {
 
 // split_cap: with fewer tiles than SMs, a split schedule (stream-K tail, phases) uses at most
 // tiles x split_cap SMs; 0 = all of them. Predict() picks the best cap, as the host would.
-Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Problem& p,
-                               int split_cap) {
+// extra_l2: SM-side L2 bytes of optional operands (options.cc), spread over the main loop.
+Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Problem& p, int split_cap,
+                               double extra_l2) {
   Prediction r;
   r.feasibility = CheckFeasibility(hw, d, p);
   const double sms = hw.sms.value;
@@ -199,8 +200,10 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   double epi_bytes_tile = 0;
   if (!d.gemm_only) {
     const double quant_bytes = M * K * 2 + r.dram.act_write;
-    other_l2 += quant_bytes;
-    wavefronts += quant_bytes / sms / std::max(1.0, stages_per_sm) / kWavefront;
+    // + the optional operands' reads and writes (issue 30, options.cc): through L1 like the
+    // quantizer's, spread over the run (0 for the plain op).
+    other_l2 += quant_bytes + extra_l2;
+    wavefronts += (quant_bytes + extra_l2) / sms / std::max(1.0, stages_per_sm) / kWavefront;
     epi_bytes_tile = d.bm * d.bn * 4.0 + d.bm * 4.0;  // residual + out + gate_index
   } else {
     epi_bytes_tile = d.bm * d.bn * 2.0;
@@ -332,20 +335,25 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
 }  // namespace
 
 Prediction Predict(const Hardware& hw, const Design& d, const Problem& p) {
-  Prediction best = PredictWithSplitCap(hw, d, p, 0);
+  return internal::PredictWithExtraL2(hw, d, p, 0);
+}
+
+Prediction internal::PredictWithExtraL2(const Hardware& hw, const Design& d, const Problem& p,
+                                        double extra_l2) {
+  Prediction best = PredictWithSplitCap(hw, d, p, 0, extra_l2);
   const bool split_schedule =
       d.schedule == Schedule::kStreamKTail || (d.schedule == Schedule::kPhased && d.phases > 1);
   const double tiles = static_cast<double>(CeilDivI(p.m, d.bm) * (p.n / d.bn));
   if (split_schedule && tiles > 0 && tiles < hw.sms.value) {
     const int max_cap = static_cast<int>(std::ceil(hw.sms.value / tiles));
     for (int cap = 1; cap < max_cap; ++cap) {
-      Prediction q = PredictWithSplitCap(hw, d, p, cap);
+      Prediction q = PredictWithSplitCap(hw, d, p, cap, extra_l2);
       if (q.t_total < best.t_total) best = q;
     }
   } else if (d.schedule == Schedule::kStreamKTail && tiles >= hw.sms.value) {
     // The tail's split: 1, 2, 4, ... SMs per tail tile, as the host would pick.
     for (int cap = 1; cap < hw.sms.value; cap *= 2) {
-      Prediction q = PredictWithSplitCap(hw, d, p, cap);
+      Prediction q = PredictWithSplitCap(hw, d, p, cap, extra_l2);
       if (q.t_total < best.t_total) best = q;
     }
   }

@@ -48,6 +48,11 @@ inline bool EpilogueDesynchronized(const Design& d) {
 // Shared memory, registers and the layout rules of the design on this hardware and problem.
 Feasibility CheckFeasibility(const Hardware& hw, const Design& d, const Problem& p);
 
+// Predict() with `extra_l2_bytes` more SM-side L2 traffic spread over the main loop (the optional
+// operands' reads and writes, options.cc); Predict() is this with 0.
+Prediction PredictWithExtraL2(const Hardware& hw, const Design& d, const Problem& p,
+                              double extra_l2_bytes);
+
 // ---- The epilogue of one tile (epilogue.cc). ----
 
 // What the epilogue model takes from the rest of Predict.
@@ -92,6 +97,9 @@ struct StartupTimes {
 
 StartupTimes PredictStartup(const Hardware& hw, const Design& d, const Problem& p,
                             const StartupInputs& in);
+
+// One quantizer iteration of `quant_depth` blocks per lane: a DRAM round trip plus its ALU work.
+double QuantIterSeconds(const Hardware& hw, const Design& d);
 
 }  // namespace h3::perf_model::internal
 

@@ -24,13 +24,12 @@ double FusedQuantRate(const Hardware& hw, const Design& d) {
   return std::min({issue, mlp, dram});
 }
 
-// One quantizer iteration of `depth` blocks per lane: a DRAM round trip plus its ALU work.
+}  // namespace
+
 double QuantIterSeconds(const Hardware& hw, const Design& d) {
   return hw.dram_latency_s.value +
          d.quant_depth * hw.quant_instr_per_block.value / hw.quant_warp_ipc.value / hw.ClockHz();
 }
-
-}  // namespace
 
 StartupTimes PredictStartup(const Hardware& hw, const Design& d, const Problem& p,
                             const StartupInputs& in) {

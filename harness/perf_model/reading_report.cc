@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "harness/perf_model/fit.h"
 #include "harness/perf_model/model.h"
+#include "harness/perf_model/options.h"
 #include "harness/perf_model/reading.h"
 #include "harness/perf_model/report.h"
 
@@ -129,7 +130,7 @@ void PrintArithmetic(const Hardware& h, const Design& d, int64_t m, double goal)
 
 void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& designs,
                   const std::vector<int64_t>& ms, const UncertaintyOptions& options) {
-  std::vector<std::string> headlines;
+  std::vector<std::string> headlines, option_lines;
   for (const Hardware& h : hws) {
     std::printf(
         "%s: the model's honest reading (a model, NOT a measurement; calibrated TFLOP/s over "
@@ -183,10 +184,15 @@ void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& d
     }
     std::printf("\n");
     PrintCandidates(h, 4096, options.goal_tflops);
+    std::printf("\n");
+    PrintOptions(h, built[0], 4096);
+    option_lines.push_back(OptionsLine(h, built[0], 4096, Options{32, true}));
     headlines.push_back(HeadlineLine(h, 4096, b[0][j4096], XUnfused(h, 4096, b[0][j4096].def),
                                      options.goal_tflops));
   }
   PrintRefit();
+  // For scripts: issue 30's options per GPU (r = 32 with act_smooth, the built default, M = 4096).
+  for (const std::string& line : option_lines) std::printf("%s\n", line.c_str());
   // The last two lines, for scripts: the anchors, then the RTX 5090's headline (issue 29); the
   // other GPUs' headlines before them.
   std::string last;

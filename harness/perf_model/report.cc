@@ -31,6 +31,7 @@ void PrintHardware(const Hardware& h) {
   PrintConstant("boost clock", h.boost_clock_ghz, 1, "GHz");
   PrintConstant("MMA rate (all SMs)", h.mma_tflops, 1, "TFLOP/s");
   PrintConstant("MMA per clk per SM", h.mma_flop_per_clk_per_sm, 1, "FLOP");
+  PrintConstant("bf16 MMA per clk per SM", h.bf16_mma_flop_per_clk_per_sm, 1, "FLOP");
   std::printf("  %-28s %12.4g %-8s derived: MMA rate / (SMs x FLOP/clk/SM); one OMMA = %.1f ns\n",
               "clock used per clk", h.ClockGhz(), "GHz", h.OmmaSeconds() * 1e9);
   PrintConstant("L2 bandwidth", h.l2_bytes_per_s, 1e-12, "TB/s");

@@ -40,6 +40,10 @@ void PrintCandidates(const Hardware& h, int64_t m, double goal);
 // The unfused pipeline's time over the fused one at `fused_tflops` (x_unfused).
 double XUnfused(const Hardware& h, int64_t m, double fused_tflops);
 
+// Issue 30's options (options.h) at M on design d: act_smooth alone and the low-rank branch per
+// rank, each term, low / high, and the inputs (options_report.cc).
+void PrintOptions(const Hardware& h, const Design& d, int64_t m);
+
 // The model's predictions of the terms measurable on the H200 (h200: H200(), overrides applied).
 void PrintH200Calibration(const Hardware& h200);
 

@@ -1,0 +1,71 @@
+// The perf_model tool's report of issue 30's options (options.h): per GPU, the cost of act_smooth
+// and of the low-rank branch per rank over the plain op, each term, and the inputs behind them.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "harness/perf_model/model.h"
+#include "harness/perf_model/options.h"
+#include "harness/perf_model/report.h"
+
+namespace h3::perf_model {
+
+void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
+  Problem p;
+  p.m = m;
+  const Prediction plain = Predict(h, d, p);
+  std::printf(
+      "  %s, M = %lld, `%s`: issue 30's options over the plain op (a model, NOT a measurement; "
+      "raw times of the critical SM, plain %.1f us; %% of it)\n",
+      h.name.c_str(), static_cast<long long>(m), d.name.c_str(), plain.t_total * kUs);
+  std::printf("  %-13s %8s %8s %8s %9s %8s %8s %8s %8s   %s\n", "options", "cost", "tensor",
+              "bytes", "start-up", "keep-up", "smooth", "low", "high",
+              "w/o (c),(e): default (low .. high)");
+  std::vector<Options> rows = {{0, true}, {16, false}};
+  for (int r : {16, 32, 48, 64}) rows.push_back({r, true});
+  for (const Options& o : rows) {
+    const OptionsCost lo = PredictOptions(h, d, p, o, OptionsReading::kLow);
+    const OptionsCost c = PredictOptions(h, d, p, o, OptionsReading::kDefault);
+    const OptionsCost hi = PredictOptions(h, d, p, o, OptionsReading::kHigh);
+    const double pct = 100 / c.t_plain;
+    auto throughput = [&](const OptionsCost& x) { return (x.tensor + x.bytes_s + x.smooth) * pct; };
+    std::printf(
+        "  %-13s %+7.1f%% %+7.1f%% %+7.1f%% %+8.1f%% %+7.1f%% %+7.1f%% %+7.1f%% %+7.1f%%   %+.1f%% "
+        "(%+.1f%% .. %+.1f%%)\n",
+        absl::StrFormat("r=%d%s", o.lora_rank, o.act_smooth ? " smooth" : "").c_str(),
+        100 * c.Cost(), c.tensor * pct, c.bytes_s * pct, c.startup * pct, c.keepup * pct,
+        c.smooth * pct, 100 * lo.Cost(), 100 * hi.Cost(), throughput(c), throughput(lo),
+        throughput(hi));
+  }
+  const OptionsCost c = PredictOptions(h, d, p, {32, true}, OptionsReading::kDefault);
+  const OptionsCost lo = PredictOptions(h, d, p, {32, true}, OptionsReading::kLow);
+  std::printf(
+      "  r = 32 + smooth, default reading: FLOP down %.3g + up %.3g at %.0f FLOP/clk/SM (bf16, f32 "
+      "accumulate): %.1f us serial on the critical SM (low: %.0f FLOP/clk/SM, only what the plain "
+      "op's %.1f us of tensor-idle time cannot take: %.1f us). L2 bytes: lora_down %.1f + x "
+      "re-read %.1f + partials written %.1f, read %.1f + lora_up %.1f = %.1f MB (+ act_smooth's "
+      "factors %.1f MB).\n",
+      c.flop_down, c.flop_up, c.bf16_flop_per_clk_per_sm, c.tensor_serial * kUs,
+      lo.bf16_flop_per_clk_per_sm, lo.tensor_idle * kUs, lo.tensor * kUs, c.bytes.lora_down * 1e-6,
+      c.bytes.x_reread * 1e-6, c.bytes.partial_write * 1e-6, c.bytes.partial_read * 1e-6,
+      c.bytes.lora_up * 1e-6, c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
+  std::printf(
+      "    down-projection: one L2 round trip per 32 columns [ASSUMED], %.0f ns before the GEMM, "
+      "%.0f ns beside it (low %.0f / %.0f ns); a quantizer unit of 8 rows: one chunk %.1f us, all "
+      "of K %.1f us; latest publication after the GEMM's need: plain %+.1f us, with the options "
+      "%+.1f us.\n",
+      c.down_iter_front_s * 1e9, c.down_iter_s * 1e9, lo.down_iter_front_s * 1e9,
+      lo.down_iter_s * 1e9, c.unit_front_s * kUs, c.unit_rest_s * kUs, c.lateness_plain * kUs,
+      c.lateness_options * kUs);
+  std::printf(
+      "  (low / high: every unmeasured input of the options at its favourable / unfavourable end: "
+      "the bf16 rate, the tensor term serial or filling idle time, the L2 latency loaded or not, x "
+      "from L2 or DRAM, act_smooth's instructions; w/o (c),(e): tensor + bytes + smooth alone, "
+      "what a "
+      "down-projection off the quantizer's critical path would leave)\n");
+}
+
+}  // namespace h3::perf_model
