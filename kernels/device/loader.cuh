@@ -52,7 +52,7 @@ struct Loader {
   const OutProjParams& p;
   const CUtensorMap *tmap_aq, *tmap_asf, *tmap_wq;
   SharedStorage<Cfg>& st;
-  WorkUnits<Cfg::kQuantRows> units;
+  WorkUnits<kUnitRows<Cfg, Variant>> units;
   int ksteps, chunk_elems;
   int64_t sfb_group_bytes;  // one 128-row group of weight scales: K/16/4 * 512 (K/16 % 16 == 0)
   RingWalk<Cfg, Cfg::kAStages> a;
@@ -68,7 +68,7 @@ struct Loader {
         tmap_asf(asf),
         tmap_wq(wq),
         st(storage),
-        units(CallUnits<Cfg>(params)),
+        units(CallUnits<Cfg, Variant>(params)),
         ksteps(params.k / Cfg::kBK),
         chunk_elems(ChunkElems(params.k)),
         sfb_group_bytes(static_cast<int64_t>(params.k / Cfg::kSfVec / 4) * 512),

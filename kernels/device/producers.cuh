@@ -57,7 +57,7 @@ template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs) {
   if (!Variant::Quantizes()) return;
   const int lane = threadIdx.x & 31;
-  const WorkUnits<Cfg::kQuantRows> units = CallUnits<Cfg>(p);
+  const WorkUnits<kUnitRows<Cfg, Variant>> units = CallUnits<Cfg, Variant>(p);
   const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
   const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
@@ -89,7 +89,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         }
       }
     }
-    if constexpr (Variant::kBranch) BranchDownUnit<Cfg::kQuantRows>(p, w);
+    if constexpr (Variant::kBranch) BranchDownUnit<kUnitRows<Cfg, Variant>>(p, w);
     Variant::Pause(PauseSite::kQuantizerPublish, u);
     if constexpr (Variant::kPublish) {
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);

@@ -47,13 +47,19 @@ struct TileScheduler {
   }
 };
 
+// Rows of a quantizer unit: the config's, or kBranchUnitRows where the Variant (variant.cuh)
+// down-projects each unit for the low-rank branch (lowrank.cuh: a unit's rows are the n8 of its
+// MMAs).
+template <class Cfg, class Variant>
+inline constexpr int kUnitRows = Variant::kBranch ? kBranchUnitRows : Cfg::kQuantRows;
+
 // The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles. The
-// quantizer warps and the load warp derive the same one.
-template <class Cfg>
-__device__ __forceinline__ WorkUnits<Cfg::kQuantRows> CallUnits(const OutProjParams& p) {
+// quantizer warps, the load warp and the branch's up-projection derive the same one.
+template <class Cfg, class Variant>
+__device__ __forceinline__ WorkUnits<kUnitRows<Cfg, Variant>> CallUnits(const OutProjParams& p) {
   const TileScheduler<Cfg> sched(p.m, p.n);
-  return WorkUnits<Cfg::kQuantRows>(p.m, p.k,
-                                    FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
+  return WorkUnits<kUnitRows<Cfg, Variant>>(
+      p.m, p.k, FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
 }
 
 }  // namespace h3::kernels

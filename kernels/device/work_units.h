@@ -22,6 +22,9 @@ namespace h3::kernels {
 inline constexpr int kMaxChunks = 8;        // flag words per m-tile
 inline constexpr int kChunkQuantum = 256;   // k-elements: kOutProjKMultiple
 inline constexpr int64_t kWorkTileM = 128;  // rows of an m-tile (kOutProjTileM)
+// Rows of a unit of the low-rank branch's instances (kernels/device/lowrank.cuh: the n8 of the
+// down-projection's MMAs; the plain instances' units are their config's kQuantRows).
+inline constexpr int kBranchUnitRows = 8;
 
 // Chunks of K (k a positive multiple of kChunkQuantum): as many as kMaxChunks allows, of equal
 // whole-quantum widths (the last may be shorter).

@@ -29,21 +29,24 @@ targets=(
   //kernels/launch:out_proj_kernel
 )
 ./bazelw build -c opt "${targets[@]}"
+# The opt outputs by their own path: bazel-bin follows whichever build ran last (another
+# build in this workspace may have moved it).
+bin=bazel-out/k8-opt/bin
 rm -rf .dev/bin && mkdir -p .dev/bin
 for t in "${targets[@]}"; do
-  path=bazel-bin/${t#//}; path=${path/://}
+  path=$bin/${t#//}; path=${path/://}
   [[ -f $path && -x $path ]] && cp "$path" .dev/bin/
 done
 # The kernels' objects (sm_90a + sm_120f SASS) for cuobjdump, and the ptxas reports.
-cp bazel-bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/
+cp $bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_launch.pic.o .dev/bin/
 # The act_smooth instances (contract section 12), reported beside the plain ones.
-cp bazel-bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_smoothed_launch.pic.o \
+cp $bin/kernels/launch/_objs/out_proj_kernel_cuda_objects/out_proj_smoothed_launch.pic.o \
   .dev/bin/out_proj_launch_smoothed.o
-cp bazel-bin/kernels/launch/_objs/out_proj_branch_kernel_cuda_objects/out_proj_branch_launch.pic.o \
+cp $bin/kernels/launch/_objs/out_proj_branch_kernel_cuda_objects/out_proj_branch_launch.pic.o \
   .dev/bin/out_proj_launch_branch.o
-cp bazel-bin/kernels/launch/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o \
+cp $bin/kernels/launch/_objs/quantize_kernel_cuda_objects/quantize_kernel.pic.o \
   .dev/bin/quantize_kernel.o
-cp bazel-bin/kernels/weight_quant/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
+cp $bin/kernels/weight_quant/_objs/weight_quant_kernel_cuda_objects/weight_quant_kernel.pic.o \
   .dev/bin/weight_quant_kernel.o
-find bazel-bin/kernels -name '*.ptxas.txt' -exec cp {} .dev/bin/ \;
+find $bin/kernels -name '*.ptxas.txt' -exec cp {} .dev/bin/ \;
 ls -la .dev/bin
