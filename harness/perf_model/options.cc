@@ -22,16 +22,30 @@ namespace {
 using internal::CeilDivI;
 
 // Rows of a branch unit: the n8 of the down-projection's m16n8k16 (kernels/device/lowrank.cuh;
-// work_units.h's kBranchUnitRows in the kernel, not included here).
+// work_units.h's kBranchUnitRows in the kernel, not included here). Every branch unit is 8 rows x
+// ONE k-chunk (WorkUnits<8, kChunkUnits>), wherever it is.
 constexpr int kBranchUnitRows = 8;
 // One iteration of BranchDownUnit's k loop: 32 columns of the unit's 8 rows against 32 ranks (one
 // pass of two m16 tiles; r = 48, 64 take two passes). `#pragma unroll 1`: each iteration's five
 // 16-byte loads (x', 4 x lora_down) are issued, then its 4 MMAs wait for them, so every iteration
 // pays one L2 round trip [ASSUMED: no software pipelining across iterations; the SASS would show
 // it] plus its issue: 5 LDG.128 + 4 HMMA + ~8 address / loop instructions; act_smooth adds 2
-// LDG.128 of factors and 4 SmoothBf16Pair (~5 each).
+// LDG.128 of factors and 4 SmoothBf16Pair (~5 each). A chunk of 1024 columns (K = 7168): 32.
 constexpr double kDownColsPerIter = 32, kDownRanksPerPass = 32;
 constexpr double kDownInstrPerIter = 17, kDownSmoothInstrPerIter = 22;
+// The arrival (BranchDownUnit's tail, every unit when K has more than one chunk): one lane's
+// atomicAdd on the group's counter, whose return value the warp waits for: one L2 round trip. The
+// membar.gl before it waits for the unit's codes and partials, as the plain op's PublishUnit waits
+// for its codes: counted on neither side (the quantizer model has no publish term).
+constexpr int kArrivalRoundTrips = 1;
+// The group's last arrival adds the group's partials: per lane ceil(8 r / 4 / 32) = ceil(r / 16)
+// steps of 4 ranks of one row; a step loads slot 0 and slots 1 .. chunks - 1 in a loop unrolled
+// by 4 (predicated), so its independent loads go in ceil((chunks - 1) / 4) batches, one L2 round
+// trip each [ASSUMED: ptxas hoists a batch's loads above its adds, slot 0's with the first]; the
+// steps one after another (a loop of runtime trip count) [ASSUMED; low: overlapped]; then l's
+// 8-byte stores, which PublishUnit's membar.gl waits for: one more round trip. Issue per step:
+// chunks LDG + 4 (chunks - 1) FADD + 2 F2FP + 1 STG + ~10 index / loop = 5 chunks + 9.
+constexpr double kCombineInstrPerStepBase = 9, kCombineInstrPerStepPerChunk = 5;
 // act_smooth per 16-element block in the quantizer (SmoothedInput::Apply): 8 F2FP.BF16 (the
 // smoothed instances' SASS: +32 per 4 blocks in flight, NOTES.md), 16 FMUL, 16 bf16 -> f32 unpacks,
 // 4 LDG.128 of factors = 44 [ASSUMED beyond the F2FP count; range 32 .. 56].
@@ -49,24 +63,56 @@ double Loaded(const Hardware& hw, double latency, double rho) {
   return latency * (1 + hw.l2_queueing.value * rho / (1 - rho));
 }
 
-// The quantizer's unit map (kernels/device/work_units.h) for `rows`-row units.
+// The quantizer's unit map (kernels/device/work_units.h) for `rows`-row units; chunk_units: every
+// later group as `chunks` single-chunk units (the branch's kChunkUnits), else one unit of all K.
 struct UnitMap {
+  int rows = 0;
+  bool chunk_units = false;
   int64_t groups = 0, front_groups = 0, front_m_tiles = 0;
+  int64_t m_tiles = 0, n_tiles = 0, tiles = 0, grid = 0;  // grid: persistent CTAs, min(SMs, tiles)
   int chunks = 1;
-  double chunk_elems = 0;
-  double grid = 0;  // persistent CTAs: min(SMs, tiles)
+  double chunk_elems = 0, k = 0;
+  int64_t Count() const {
+    return front_groups * chunks + (groups - front_groups) * (chunk_units ? chunks : 1);
+  }
+  // Unit u's group and chunks [begin, end), as WorkUnits::Unit.
+  void Decode(int64_t u, int64_t* group, int* begin, int* end) const {
+    const int64_t front_units = front_groups * chunks;
+    if (u < front_units) {
+      *group = u % front_groups;
+      *begin = static_cast<int>(u / front_groups);
+      *end = *begin + 1;
+    } else if (chunk_units) {
+      *group = front_groups + (u - front_units) / chunks;
+      *begin = static_cast<int>((u - front_units) % chunks);
+      *end = *begin + 1;
+    } else {
+      *group = front_groups + (u - front_units);
+      *begin = 0;
+      *end = chunks;
+    }
+  }
+  double Cols(int begin, int end) const {
+    return std::min(k, end * chunk_elems) - std::min(k, begin * chunk_elems);
+  }
 };
-UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Prediction& pr,
-              int rows) {
+UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Prediction& pr, int rows,
+              bool chunk_units) {
   UnitMap u;
-  u.grid = std::min<double>(hw.sms.value, static_cast<double>(pr.tiles));
-  u.chunk_elems = static_cast<double>(p.k);
+  u.rows = rows;
+  u.chunk_units = chunk_units;
+  u.k = static_cast<double>(p.k);
+  u.m_tiles = pr.m_tiles;
+  u.n_tiles = pr.n_tiles;
+  u.tiles = pr.tiles;
+  u.grid = std::min<int64_t>(static_cast<int64_t>(hw.sms.value), pr.tiles);
+  u.chunk_elems = u.k;
   if (d.quant_order == QuantOrder::kFirstWaveKChunks) {
     u.chunk_elems = d.quant_chunk_elems != nullptr
-                        ? std::min<double>(p.k, d.quant_chunk_elems(static_cast<int>(p.k)))
+                        ? std::min<double>(u.k, d.quant_chunk_elems(static_cast<int>(p.k)))
                         : d.bk;
   }
-  u.chunks = static_cast<int>(std::ceil(p.k / u.chunk_elems));
+  u.chunks = static_cast<int>(std::ceil(u.k / u.chunk_elems));
   u.groups = CeilDivI(p.m, rows);
   u.front_m_tiles = kernels::FrontMTiles(static_cast<uint32_t>(u.grid),
                                          static_cast<uint32_t>(pr.n_tiles), pr.m_tiles);
@@ -74,9 +120,8 @@ UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Predi
   return u;
 }
 
-// Seconds one quantizer warp spends on a unit of `rows` x `cols`: its quantizer iterations
-// (quantizer.cc: a DRAM round trip + quant_depth blocks per lane) and, with the branch, its
-// down-projection iterations.
+// Seconds one quantizer warp spends quantizing `rows` x `cols` (quantizer.cc: a DRAM round trip +
+// quant_depth blocks per lane per iteration) and, with the branch, down-projecting them.
 double UnitSeconds(const Hardware& hw_q, const Design& d, int rows, double cols, int rank,
                    double down_iter) {
   const double quant_iters = std::ceil(rows * cols / 16 / 32 / d.quant_depth);
@@ -85,40 +130,84 @@ double UnitSeconds(const Hardware& hw_q, const Design& d, int rows, double cols,
   return quant_iters * internal::QuantIterSeconds(hw_q, d) + down_iters * down_iter;
 }
 
-// The latest publication of any unit after the GEMM needs it (seconds; <= 0: none late). The
-// quantizer warps claim units in order from one counter (work_units.h): each unit goes to the warp
-// that frees first and is published one unit's time later. Needs, from t0 (the first MMA): chunk
-// c >= 1 of a front m-tile when the first tile's main loop reaches it; a later m-tile's rows when
-// the first wave that runs one of its tiles starts. Chunk 0 of the front is the start-up ((c)).
-double Lateness(const Design& d, const Prediction& pr, const UnitMap& u, int rows, double t0,
-                double t_front0, double t_front, double t_rest, int warps) {
-  const double tile_period = pr.tile_main + pr.epilogue_exposed_tile;
+using UnitTime = std::function<double(int64_t group, int begin, int end)>;
+
+// When each chunk of each m-tile is published (from the kernel's start; [m_tile * chunks + c]),
+// and every unit's time over the warps (busy). The quantizer warps claim the units in increasing
+// order from one counter (work_units.h), each the warp that frees first, and publish a unit its
+// time later; a chunk of an m-tile is published with the last of its groups' units.
+std::vector<double> Published(const UnitMap& u, int64_t warps, const UnitTime& seconds,
+                              double* busy) {
+  std::vector<double> published(static_cast<size_t>(u.m_tiles * u.chunks), -1e30);
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-  for (int w = 0; w < warps; ++w) free_at.push(0);
-  double late = -1e30;  // no unit: never late
-  const int64_t front_units = u.front_groups * u.chunks;
-  const int64_t units = front_units + (u.groups - u.front_groups);
-  for (int64_t i = 0; i < units; ++i) {
-    double t_unit, need = 0;
-    bool timed = true;  // chunk 0 of the front: the start-up's
-    if (i < front_units) {
-      const int64_t chunk = i / std::max<int64_t>(1, u.front_groups);
-      t_unit = chunk == 0 ? t_front0 : t_front;
-      timed = chunk > 0;
-      need = t0 + chunk * u.chunk_elems / (pr.k_blocks * d.bk) * pr.tile_main;
-    } else {
-      t_unit = t_rest;
-      const int64_t group = u.front_groups + (i - front_units);
-      const int64_t m_tile = group * rows / kernels::kWorkTileM;
-      const double wave = std::floor(static_cast<double>(m_tile * pr.n_tiles) / u.grid);
-      need = t0 + wave * tile_period;
-    }
-    const double ready = free_at.top() + t_unit;
+  for (int64_t w = 0; w < warps; ++w) free_at.push(0);
+  const int64_t groups_per_m_tile = kernels::kWorkTileM / u.rows;
+  double total = 0;
+  for (int64_t i = 0, n = u.Count(); i < n; ++i) {
+    int64_t group;
+    int begin, end;
+    u.Decode(i, &group, &begin, &end);
+    const double t = seconds(group, begin, end);
+    total += t;
+    const double ready = free_at.top() + t;
     free_at.pop();
     free_at.push(ready);
-    if (timed) late = std::max(late, ready - need);
+    const int64_t m_tile = group / groups_per_m_tile;
+    for (int c = begin; c < end; ++c) {
+      double& p = published[static_cast<size_t>(m_tile * u.chunks + c)];
+      p = std::max(p, ready);
+    }
   }
-  return late;
+  *busy = total / static_cast<double>(warps);
+  return published;
+}
+
+struct Replay {
+  double stall = 0;         // the latest CTA's finish after the unstalled one's
+  double lateness = -1e30;  // the latest publication after its unstalled need
+};
+
+// The GEMM against the publications, per CTA: CTA b runs tiles b, b + grid, ... (the static
+// persistent schedule, m-tile-major), each tile's main loop reaching chunk c after the share of K
+// before it and waiting there until (its m-tile, c) is published; a wait delays the rest of that
+// CTA, and only the latest CTA's finish counts: a late chunk on a CTA with a tile less to run, or
+// early enough that the publications catch up, is hidden. Chunk 0 of the front m-tiles is the
+// start-up's ((c), in t0). The need of the lateness: the first tile of the m-tile, unstalled.
+Replay ReplayGemm(const UnitMap& u, const Prediction& pr, const std::vector<double>& published,
+                  double t0) {
+  Replay r;
+  const double period = pr.tile_main + pr.epilogue_exposed_tile;
+  std::vector<double> before(u.chunks + 1, 0);  // the main loop's share before chunk c
+  for (int c = 0; c < u.chunks; ++c) before[c + 1] = before[c] + u.Cols(c, c + 1) / u.k;
+  auto ready = [&](int64_t m_tile, int c) {
+    if (c == 0 && m_tile < u.front_m_tiles) return -1e30;
+    return published[static_cast<size_t>(m_tile * u.chunks + c)];
+  };
+  double finish = -1e30, unstalled = -1e30;
+  for (int64_t b = 0; b < u.grid; ++b) {
+    double t = t0, t_free = t0;  // with the waits, and the same sums without them
+    for (int64_t i = b; i < u.tiles; i += u.grid) {
+      const int64_t m_tile = i / u.n_tiles;
+      for (int c = 0; c < u.chunks; ++c) {
+        const double run = (before[c + 1] - before[c]) * pr.tile_main;
+        t = std::max(t, ready(m_tile, c)) + run;
+        t_free += run;
+      }
+      t += pr.epilogue_exposed_tile;
+      t_free += pr.epilogue_exposed_tile;
+    }
+    finish = std::max(finish, t);
+    unstalled = std::max(unstalled, t_free);
+  }
+  r.stall = std::max(0.0, finish - unstalled);
+  for (int64_t mt = 0; mt < u.m_tiles; ++mt) {
+    const double wave = std::floor(static_cast<double>(mt * u.n_tiles) / u.grid);
+    for (int c = 0; c < u.chunks; ++c) {
+      const double need = t0 + wave * period + before[c] * pr.tile_main;
+      r.lateness = std::max(r.lateness, ready(mt, c) - need);
+    }
+  }
+  return r;
 }
 
 }  // namespace
@@ -153,18 +242,21 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     return c;
   }
 
-  // (b) bytes, as the kernel moves them (lowrank.cuh).
-  const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows);
-  const double front_rows = std::min(M, static_cast<double>(u.front_m_tiles * kernels::kWorkTileM));
-  const double partial_rows = front_rows * u.chunks + (M - front_rows);  // slots written / read
+  // (b) bytes, as the kernel moves them (lowrank.cuh). The arrival counters' atomics (4 B a unit)
+  // are left out.
+  const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows, /*chunk_units=*/true);
+  const double chunks = u.chunks;
   c.bytes.lora_down = static_cast<double>(u.groups) * K * r * 2;
   c.bytes.x_reread = M * K * 2;
-  c.bytes.partial_write = partial_rows * r * 4;
-  c.bytes.partial_read = N / d.WarpTileN() * partial_rows * r * 4;
+  c.bytes.partial_write = M * chunks * r * 4;
+  c.bytes.partial_read = M * chunks * r * 4;
+  c.bytes.act_write = M * r * 2;
+  c.bytes.act_read = M * std::ceil(N / d.WarpTileN()) * r * 2;
   c.bytes.lora_up = static_cast<double>(pr.m_tiles) * d.warps_m * N * r * 2;
-  // Through the model's L2 and TMA-latency terms (Predict); at high, x's re-read also misses L2
-  // (the quantizer read it with ld.global.cs, evict-first) and comes from DRAM [ASSUMED: default
-  // an L2 hit, it was read just before].
+  // Through the model's L2 and TMA-latency terms (Predict): all from L2 [ASSUMED: lora_down no L1
+  // reuse (an SM's quantizer warps hold different units), lora_up none between the warps_m warps
+  // of a column]; at high, x's re-read also misses L2 (the quantizer read it with ld.global.cs,
+  // evict-first) and comes from DRAM [ASSUMED: default an L2 hit, it was read just before].
   const Prediction q = internal::PredictWithExtraL2(hw, d, p, c.bytes.Total());
   double t_bytes = q.t_total;
   if (reading == OptionsReading::kHigh) {
@@ -189,36 +281,73 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   c.tensor = reading == OptionsReading::kLow ? std::max(0.0, c.tensor_serial - c.tensor_idle)
                                              : c.tensor_serial;
 
-  // The down-projection's iterations: one L2 round trip each (kDownInstrPerIter's comment).
+  // A branch unit's time: quantize 8 rows x its chunk, down-project them (one L2 round trip per
+  // 32-column iteration, kDownInstrPerIter's comment), arrive (kArrivalRoundTrips, when K has
+  // more than one chunk); the group's last unit (the last claimed: a group's units take the same
+  // time and are claimed in increasing time, front chunk-major, later ones consecutively) then sums
+  // the partials and writes l (kCombineInstrPerStepBase's comment) before publishing its chunk.
+  // `lat`: the L2 round trip the unit sees.
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
   const double issue = (kDownInstrPerIter + (o.act_smooth ? kDownSmoothInstrPerIter : 0)) /
                        hw.quant_warp_ipc.value / clk;
+  const int steps = CeilDivI(o.lora_rank, 16);
+  const int batches = std::max(1, static_cast<int>(CeilDivI(u.chunks - 1, 4)));
+  c.combine_round_trips = (reading == OptionsReading::kLow ? batches : steps * batches) + 1;
+  const double combine_issue =
+      steps * (kCombineInstrPerStepBase + kCombineInstrPerStepPerChunk * u.chunks) /
+      hw.quant_warp_ipc.value / clk;
+  const int arrival_round_trips = u.chunks > 1 ? kArrivalRoundTrips : 0;
+  auto branch_base = [&](int begin, int end, double lat) {
+    return UnitSeconds(hw_q, d, kBranchUnitRows, u.Cols(begin, end), o.lora_rank, lat + issue) +
+           arrival_round_trips * lat;
+  };
+  auto branch_unit = [&](int begin, int end, double lat) {
+    const double t = branch_base(begin, end, lat);
+    return end == u.chunks ? t + c.combine_round_trips * lat + combine_issue : t;
+  };
   c.down_iter_front_s = l2_lat + issue;  // front chunk 0: before the GEMM, the L2 unloaded
 
   // (c) start-up: the first MMAs wait for chunk 0 of their m-tile; with the branch its units are
-  // 8 rows (the plain op's d.quant_rows_per_unit) and each is down-projected before its publish.
+  // 8 rows (the plain op's d.quant_rows_per_unit), each down-projected and counted before its
+  // publish.
   const int plain_rows = d.quant_rows_per_unit;
-  const UnitMap u_plain = Units(hw, d, p, pr, plain_rows);
-  const double front0_plain = UnitSeconds(hw_q, d, plain_rows, u_plain.chunk_elems, 0, 0);
-  const double front0 =
-      UnitSeconds(hw_q, d, kBranchUnitRows, u.chunk_elems, o.lora_rank, c.down_iter_front_s);
-  c.startup = std::max(0.0, front0 - front0_plain);
+  const UnitMap u_plain = Units(hw, d, p, pr, plain_rows, /*chunk_units=*/false);
+  const double front0_plain = UnitSeconds(hw_q, d, plain_rows, u_plain.Cols(0, 1), 0, 0);
+  c.unit_front0_s = branch_unit(0, 1, l2_lat);
+  c.startup = std::max(0.0, c.unit_front0_s - front0_plain);
 
-  // (e) keep-up: every later unit, with and without the branch, against when the GEMM needs it.
-  const int warps = static_cast<int>(sms) * d.quant_warps;
-  c.lateness_plain = Lateness(d, pr, u_plain, plain_rows, pr.t_startup, front0_plain,
-                              UnitSeconds(hw_q, d, plain_rows, u_plain.chunk_elems, 0, 0),
-                              UnitSeconds(hw_q, d, plain_rows, K, 0, 0), warps);
+  // (e) keep-up: every unit claimed, timed and published (Published), the GEMM replayed per CTA
+  // against the publications (ReplayGemm), with and without the branch; the term is the critical
+  // CTA's extra stall, what the quantizer warps' lead does not hide.
+  const int64_t warps = u.grid * d.quant_warps;
+  double busy_plain = 0;
+  const std::vector<double> pub_plain = Published(
+      u_plain, warps,
+      [&](int64_t, int begin, int end) {
+        return UnitSeconds(hw_q, d, plain_rows, u_plain.Cols(begin, end), 0, 0);
+      },
+      &busy_plain);
+  const Replay plain = ReplayGemm(u_plain, pr, pub_plain, pr.t_startup);
+  c.lateness_plain = plain.lateness;
+  c.stall_plain = plain.stall;
   const double t_fixed = c.t_plain + c.tensor + c.bytes_s + c.startup + c.smooth;
-  // The op's time when the later units' down-projection loads see the L2 at utilisation rho.
+  // The op's time when the later units' L2 accesses see the L2 at utilisation rho.
   auto at_rho = [&](double rho) {
-    c.down_iter_s = Loaded(hw, l2_lat, rho) + issue;
-    c.unit_front_s =
-        UnitSeconds(hw_q, d, kBranchUnitRows, u.chunk_elems, o.lora_rank, c.down_iter_s);
-    c.unit_rest_s = UnitSeconds(hw_q, d, kBranchUnitRows, K, o.lora_rank, c.down_iter_s);
-    c.lateness_options = Lateness(d, pr, u, kBranchUnitRows, pr.t_startup + c.startup, front0,
-                                  c.unit_front_s, c.unit_rest_s, warps);
-    c.keepup = std::max(0.0, c.lateness_options) - std::max(0.0, c.lateness_plain);
+    const double lat = Loaded(hw, l2_lat, rho);
+    c.down_iter_s = lat + issue;
+    c.unit_s = branch_base(0, 1, lat);
+    c.combine_s = c.combine_round_trips * lat + combine_issue;
+    const std::vector<double> pub = Published(
+        u, warps,
+        [&](int64_t group, int begin, int end) {
+          return group < u.front_groups && begin == 0 ? c.unit_front0_s
+                                                      : branch_unit(begin, end, lat);
+        },
+        &c.quant_busy_s);
+    const Replay opt = ReplayGemm(u, pr, pub, pr.t_startup + c.startup);
+    c.lateness_options = opt.lateness;
+    c.stall_options = opt.stall;
+    c.keepup = std::max(0.0, c.stall_options - c.stall_plain);
     return t_fixed + c.keepup;
   };
   // Their L2 utilisation [ASSUMED]: low, none; high, the main loop's with the branch's bytes (the

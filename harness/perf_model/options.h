@@ -3,22 +3,27 @@
 
 // Issue 30's optional operands in the SM120 model (a model, NOT a measurement): act_smooth (each
 // activation x a float factor in the quantizer warps, kernels/device/quantize.cuh) and the rank-r
-// low-rank branch (kernels/device/lowrank.cuh: the down-projection lambda = x' @ lora_down^T by the
-// quantizer warp that claimed each 8-row unit, after quantizing it and before publishing it; the
-// up-projection v = o + bf16(lambda) @ lora_up^T by each consumer warp per finished warp tile,
-// before the epilogue). PredictOptions: the op's time with them, as the plain op's (Predict) plus
-// one term per effect, each stated in options.cc with its assumption:
+// low-rank branch (kernels/device/lowrank.cuh). The branch's units are 8 rows x ONE k-chunk
+// (work_units.h WorkUnits<8, kChunkUnits>: the front m-tiles chunk-major, every later 8-row group
+// as `chunks` consecutive single-chunk units): the quantizer warp that claimed a unit quantizes it,
+// down-projects it (its chunk's partial sums lambda, stored to slot = its chunk), arrives on its
+// group's counter, and the group's last arrival adds the group's partials and writes
+// l = bf16(lambda) [M][r] before publishing its chunk; each consumer warp, per finished warp tile,
+// reads its rows' l and adds l @ lora_up^T before the epilogue. PredictOptions: the op's time with
+// the options, as the plain op's (Predict) plus one term per effect, each stated in options.cc with
+// its assumption:
 //   (a) tensor   the branch's bf16 MMAs (2 M K r + 2 M N r FLOP) on the tensor pipes the NVFP4
 //                main loop uses, at Hardware::bf16_mma_flop_per_clk_per_sm
-//   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x re-read, partials written and
-//                read, lora_up) through Predict's own L2 / TMA-latency terms
-//   (c) start-up a front unit (8 rows x one k-chunk) quantized and down-projected before its chunk
-//                is published: the first MMAs wait for it
+//   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x re-read, the partials written
+//                and read once, l written and read per warp tile, lora_up) through Predict's own
+//                L2 / TMA-latency terms
+//   (c) start-up a front unit (8 rows x one k-chunk) quantized, down-projected and counted before
+//                its chunk is published: the first MMAs wait for it
 //   (d) smooth   act_smooth's instructions in the quantizer and its factor reads, through Predict's
 //                quantizer model
-//   (e) keep-up  the quantizer warps' units take longer (8 rows, the down-projection after each):
-//                how late the rows of the later tiles are published against when the GEMM needs
-//                them
+//   (e) keep-up  every unit takes longer (8 rows, a chunk's down-projection, the arrival; the
+//                group's last, the partials' sum): the stall the later publications cause the
+//                critical CTA, replayed per CTA against the GEMM's consumption of the chunks
 
 #include <cstdint>
 #include <string>
@@ -38,12 +43,16 @@ enum class OptionsReading { kLow, kDefault, kHigh };
 
 // SM-side L2 bytes the branch adds to the call.
 struct BranchBytes {
-  double lora_down = 0;      // each unit its k-range of all r rows: ceil(M / 8) x K x r x 2
+  double lora_down = 0;      // each unit its chunk of all r rows: ceil(M / 8) x K x r x 2
   double x_reread = 0;       // each unit its rows of x again, for the down-projection: M x K x 2
-  double partial_write = 0;  // f32 partials: (front rows x chunks + the other rows) x r x 4
-  double partial_read = 0;   // each warp tile its rows' partials: (N / warp tile N) x the above
+  double partial_write = 0;  // f32 partials, one slot per chunk: M x chunks x r x 4
+  double partial_read = 0;   // the groups' last units read them back once: M x chunks x r x 4
+  double act_write = 0;      // l = bf16(lambda), once per row: M x r x 2
+  double act_read = 0;       // each warp tile its rows' l: M x ceil(N / warp tile N) x r x 2
   double lora_up = 0;        // each warp tile its columns: m-tiles x warps_m x N x r x 2
-  double Total() const { return lora_down + x_reread + partial_write + partial_read + lora_up; }
+  double Total() const {
+    return lora_down + x_reread + partial_write + partial_read + act_write + act_read + lora_up;
+  }
 };
 
 struct OptionsCost {
@@ -65,9 +74,15 @@ struct OptionsCost {
   // The inputs of (c) and (e).
   double down_iter_front_s = 0;  // one down-projection iteration (32 columns), L2 unloaded
   double down_iter_s = 0;        // the same during the main loop (L2 loaded)
-  double unit_front_s = 0;       // a front unit's quantization + down-projection (one chunk)
-  double unit_rest_s = 0;        // a later unit's (all of K)
-  double lateness_plain = 0, lateness_options = 0;  // the latest publication after its need
+  double unit_front0_s = 0;     // a front chunk-0 unit: quantize + down-project + arrive (unloaded)
+  double unit_s = 0;            // a unit during the main loop (L2 loaded), one chunk
+  double combine_s = 0;         // what a group's last unit adds: its partials' sum, l, its fence
+  int combine_round_trips = 0;  //   in L2 round trips
+  double quant_busy_s = 0;      // every unit's time / the quantizer warps (3 per CTA)
+  // The latest publication after the GEMM's unstalled need of it (<= 0: none late), and the
+  // stall the late ones cause the critical CTA (the per-CTA replay, options.cc), plain and options.
+  double lateness_plain = 0, lateness_options = 0;
+  double stall_plain = 0, stall_options = 0;
   double t_options = 0;
   double Cost() const { return t_options / t_plain - 1; }
 };

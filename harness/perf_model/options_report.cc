@@ -46,26 +46,32 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "  r = 32 + smooth, default reading: FLOP down %.3g + up %.3g at %.0f FLOP/clk/SM (bf16, f32 "
       "accumulate): %.1f us serial on the critical SM (low: %.0f FLOP/clk/SM, only what the plain "
       "op's %.1f us of tensor-idle time cannot take: %.1f us). L2 bytes: lora_down %.1f + x "
-      "re-read %.1f + partials written %.1f, read %.1f + lora_up %.1f = %.1f MB (+ act_smooth's "
-      "factors %.1f MB).\n",
+      "re-read %.1f + partials written %.1f, read %.1f + l written %.1f, read %.1f + lora_up %.1f "
+      "= %.1f MB (+ act_smooth's factors %.1f MB).\n",
       c.flop_down, c.flop_up, c.bf16_flop_per_clk_per_sm, c.tensor_serial * kUs,
       lo.bf16_flop_per_clk_per_sm, lo.tensor_idle * kUs, lo.tensor * kUs, c.bytes.lora_down * 1e-6,
       c.bytes.x_reread * 1e-6, c.bytes.partial_write * 1e-6, c.bytes.partial_read * 1e-6,
-      c.bytes.lora_up * 1e-6, c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
+      c.bytes.act_write * 1e-6, c.bytes.act_read * 1e-6, c.bytes.lora_up * 1e-6,
+      c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
   std::printf(
-      "    down-projection: one L2 round trip per 32 columns [ASSUMED], %.0f ns before the GEMM, "
-      "%.0f ns beside it (low %.0f / %.0f ns); a quantizer unit of 8 rows: one chunk %.1f us, all "
-      "of K %.1f us; latest publication after the GEMM's need: plain %+.1f us, with the options "
-      "%+.1f us.\n",
+      "    a unit (8 rows x one k-chunk): down-projection one L2 round trip per 32 columns "
+      "[ASSUMED], %.0f ns before the GEMM, %.0f ns beside it (low %.0f / %.0f ns); front chunk 0 "
+      "%.1f us, later %.1f us (quantize + down-project + arrive), the group's last + %.1f us (%d "
+      "round trips: partials' sum, l; low %d). Quantizer warps busy %.1f us each (low %.1f) of "
+      "the plain op's %.1f us; latest publication after its unstalled need: plain %+.1f us, with "
+      "the options %+.1f us; the critical CTA's stall: plain %.1f us, with the options %.1f us.\n",
       c.down_iter_front_s * 1e9, c.down_iter_s * 1e9, lo.down_iter_front_s * 1e9,
-      lo.down_iter_s * 1e9, c.unit_front_s * kUs, c.unit_rest_s * kUs, c.lateness_plain * kUs,
-      c.lateness_options * kUs);
+      lo.down_iter_s * 1e9, c.unit_front0_s * kUs, c.unit_s * kUs, c.combine_s * kUs,
+      c.combine_round_trips, lo.combine_round_trips, c.quant_busy_s * kUs, lo.quant_busy_s * kUs,
+      c.t_plain * kUs, c.lateness_plain * kUs, c.lateness_options * kUs, c.stall_plain * kUs,
+      c.stall_options * kUs);
   std::printf(
       "  (low / high: every unmeasured input of the options at its favourable / unfavourable end: "
       "the bf16 rate, the tensor term serial or filling idle time, the L2 latency loaded or not, x "
-      "from L2 or DRAM, act_smooth's instructions; w/o (c),(e): tensor + bytes + smooth alone, "
-      "what a "
-      "down-projection off the quantizer's critical path would leave)\n");
+      "from L2 or DRAM, the partials' sum's steps overlapped or not, act_smooth's instructions; "
+      "keep-up: the critical CTA's stall in a per-CTA replay of the GEMM against the units' "
+      "publications; w/o (c),(e): tensor + bytes + smooth alone, what a down-projection off the "
+      "quantizer's critical path would leave)\n");
 }
 
 }  // namespace h3::perf_model

@@ -27,17 +27,21 @@ double Cost(const Hardware& hw, int64_t m, Options o, OptionsReading r = Options
 }
 
 // M = 4096, N = 5376, K = 7168, r = 32 on the built default (128x256, 2 x 4 warps of 64 x 64) and
-// the RTX 5090's 170 SMs, by hand: 512 row groups of 8; the first wave's 170 CTAs start on
-// ceil(170 / 21) = 9 m-tiles = 1152 rows, quantized in NumChunks(7168) = 7 chunks of 1024.
+// the RTX 5090's 170 SMs, by hand: 512 row groups of 8, each as NumChunks(7168) = 7 units of one
+// 1024-column chunk; 32 m-tiles, 84 warp columns of 64.
 TEST(OptionsTest, BytesAndFlopsByHand) {
   const Hardware hw = Rtx5090();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
-  EXPECT_DOUBLE_EQ(c.bytes.lora_down, 512.0 * 7168 * 32 * 2);            // 234,881,024
-  EXPECT_DOUBLE_EQ(c.bytes.x_reread, 4096.0 * 7168 * 2);                 // 58,720,256
-  const double slots = 1152.0 * 7 + (4096 - 1152);                       // 11,008 rows' partials
-  EXPECT_DOUBLE_EQ(c.bytes.partial_write, slots * 32 * 4);               // 1,409,024
-  EXPECT_DOUBLE_EQ(c.bytes.partial_read, 5376.0 / 64 * slots * 32 * 4);  // 84 warp columns
-  EXPECT_DOUBLE_EQ(c.bytes.lora_up, 32.0 * 2 * 5376 * 32 * 2);           // 22,020,096
+  EXPECT_DOUBLE_EQ(c.bytes.lora_down, 512.0 * 7168 * 32 * 2);  // 234,881,024
+  EXPECT_DOUBLE_EQ(c.bytes.x_reread, 4096.0 * 7168 * 2);       // 58,720,256
+  // One f32 slot per chunk, each written by its unit, read once by the group's last unit.
+  EXPECT_DOUBLE_EQ(c.bytes.partial_write, 4096.0 * 7 * 32 * 4);  // 3,670,016
+  EXPECT_DOUBLE_EQ(c.bytes.partial_read, 4096.0 * 7 * 32 * 4);
+  // l: written once per row, read by every warp tile of its rows (64 rows x r x 2 B each).
+  EXPECT_DOUBLE_EQ(c.bytes.act_write, 4096.0 * 32 * 2);                // 262,144
+  EXPECT_DOUBLE_EQ(c.bytes.act_read, 4096.0 / 64 * 84 * 64 * 32 * 2);  // 22,020,096
+  EXPECT_DOUBLE_EQ(c.bytes.lora_up, 32.0 * 2 * 5376 * 32 * 2);         // 22,020,096
+  EXPECT_DOUBLE_EQ(c.bytes.Total(), 234881024.0 + 58720256 + 2 * 3670016 + 262144 + 2 * 22020096);
   EXPECT_DOUBLE_EQ(c.flop_down, 2.0 * 4096 * 7168 * 32);
   EXPECT_DOUBLE_EQ(c.flop_up, 2.0 * 4096 * 5376 * 32);
   // act_smooth's factors: each 8-row unit its k-range x 4 B, in the quantizer and again in the
@@ -164,6 +168,53 @@ TEST(OptionsTest, KeepUpFollowsTheDownProjectionLatency) {
   // One chunk of a front unit (32 iterations of 32 columns) before the GEMM: the start-up term is
   // at least the down-projection's round trips.
   EXPECT_GE(c.startup, 32 * c.down_iter_front_s);
+}
+
+// A unit's time by hand (5090, r = 32 + smooth, default reading): 8 x 1024 elements quantized in
+// ceil(8192 / 16 / 32 / 4) = 4 iterations of a DRAM round trip + 4 blocks x (230 + 44) instructions
+// at IPC 0.5; 32 down-projection iterations (one loaded L2 round trip + 17 + 22 instructions each);
+// the arrival's atomic (one round trip). The group's last: ceil(32 / 16) = 2 steps x ceil(6 / 4) =
+// 2 batches + l's fence = 5 round trips (low: the steps overlapped, 3), + 2 x (9 + 5 x 7)
+// instructions.
+TEST(OptionsTest, UnitTimeByHand) {
+  const Hardware hw = Rtx5090();
+  const double clk = hw.ClockHz();
+  const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
+  const double issue = 39 / 0.5 / clk, lat = c.down_iter_s - issue;
+  const double quant_iter = hw.dram_latency_s.value + 4 * (230 + 44) / 0.5 / clk;
+  EXPECT_EQ(hw.quant_instr_per_block.value, 230);
+  EXPECT_EQ(hw.quant_warp_ipc.value, 0.5);
+  EXPECT_NEAR(c.unit_s, 4 * quant_iter + 32 * c.down_iter_s + lat, 1e-12);
+  EXPECT_EQ(c.combine_round_trips, 5);
+  EXPECT_NEAR(c.combine_s, 5 * lat + 2 * (9 + 5 * 7) / 0.5 / clk, 1e-12);
+  EXPECT_EQ(PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kLow)
+                .combine_round_trips,
+            3);
+  // Front chunk 0, before the GEMM: the same at the unloaded L2 latency.
+  const double lat0 = hw.l2_latency_s.value;
+  EXPECT_NEAR(c.unit_front0_s, 4 * quant_iter + 32 * (lat0 + issue) + lat0, 1e-12);
+  // 3 quantizer warps on each of the 170 CTAs share 512 x 7 units, 512 of them the group's last.
+  EXPECT_NEAR(c.quant_busy_s * 510,
+              144 * c.unit_front0_s + (3584 - 144) * c.unit_s + 512 * c.combine_s, 1e-9);
+}
+
+// (e) charges the critical CTA's stall, not the latest publication: on the RTX PRO 6000 the latest
+// chunk is late on CTAs with a tile less to run, and most of it is hidden.
+TEST(OptionsTest, KeepUpChargesOnlyTheCriticalStall) {
+  for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
+    const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
+    EXPECT_EQ(c.stall_plain, 0) << hw.name;
+    EXPECT_NEAR(c.keepup, c.stall_options, 1e-15) << hw.name;
+    EXPECT_LE(c.stall_options, c.lateness_options + 1e-12) << hw.name;
+  }
+  const OptionsCost w = PredictOptions(RtxPro6000(), CurrentDesign(), AtM(4096), {32, true});
+  EXPECT_LT(w.stall_options, 0.5 * w.lateness_options);
+  // A quantizer that keeps ahead (an L2 round trip of 1 ns): nothing to charge.
+  Hardware fast = Rtx5090();
+  fast.l2_latency_s = {1e-9, "test"};
+  const OptionsCost f = PredictOptions(fast, CurrentDesign(), AtM(4096), {32, true});
+  EXPECT_LT(f.quant_busy_s, 0.5 * f.t_plain);
+  EXPECT_EQ(f.keepup, 0);
 }
 
 TEST(OptionsTest, LargeMIsFinite) {
