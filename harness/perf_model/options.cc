@@ -21,10 +21,11 @@ namespace {
 
 using internal::CeilDivI;
 
-// Rows of a branch unit: the n8 of the down-projection's m16n8k16 (kernels/device/lowrank.cuh;
-// work_units.h's kBranchUnitRows in the kernel, not included here). Every branch unit is 8 rows x
-// ONE k-chunk (WorkUnits<8, kChunkUnits>), wherever it is.
-constexpr int kBranchUnitRows = 8;
+// Rows of a branch unit: the n8 of the down-projection's m16n8k16 (kernels/device/lowrank.cuh),
+// the kernel's own constant. Every branch unit is 8 rows x ONE k-chunk
+// (WorkUnits<8, kChunkUnits>), wherever it is.
+constexpr int kBranchUnitRows = kernels::kBranchUnitRows;
+static_assert(kBranchUnitRows == 8, "kDownColsPerIter .. and the tests assume 8-row units");
 // One iteration of BranchDownUnit's k loop: 32 columns of the unit's 8 rows against 32 ranks (one
 // pass of two m16 tiles; r = 48, 64 take two passes). `#pragma unroll 1`: each iteration's five
 // 16-byte loads (x', 4 x lora_down) are issued, then its 4 MMAs wait for them, so every iteration
@@ -63,28 +64,35 @@ double Loaded(const Hardware& hw, double latency, double rho) {
   return latency * (1 + hw.l2_queueing.value * rho / (1 - rho));
 }
 
-// The quantizer's unit map (kernels/device/work_units.h) for `rows`-row units; chunk_units: every
-// later group as `chunks` single-chunk units (the branch's kChunkUnits), else one unit of all K.
+// The quantizer's unit map (kernels/device/work_units.h) for `rows`-row units; chunk_units: the
+// branch's kChunkUnits, every unit one chunk, else the later groups one unit of all K.
 struct UnitMap {
   int rows = 0;
   bool chunk_units = false;
-  int64_t groups = 0, front_groups = 0, front_m_tiles = 0;
+  int64_t m = 0, groups = 0, front_groups = 0, front_m_tiles = 0;
   int64_t m_tiles = 0, n_tiles = 0, tiles = 0, grid = 0;  // grid: persistent CTAs, min(SMs, tiles)
   int chunks = 1;
   double chunk_elems = 0, k = 0;
   int64_t Count() const {
     return front_groups * chunks + (groups - front_groups) * (chunk_units ? chunks : 1);
   }
-  // Unit u's group and chunks [begin, end), as WorkUnits::Unit.
+  // Unit u's group and chunks [begin, end): a replica of WorkUnits<rows, chunk_units>::Unit
+  // (options_test checks them equal). The front (the first front_groups groups) chunk-major: chunk
+  // 0 of each front group, then chunk 1, ...; chunk_units: so is every later block of front_groups
+  // groups in turn (the last may be partial), block b's chunk 0 of each of its groups, then its
+  // chunk 1, ..., before block b + 1; else each later group one unit of all chunks, in order.
   void Decode(int64_t u, int64_t* group, int* begin, int* end) const {
     const int64_t front_units = front_groups * chunks;
-    if (u < front_units) {
+    if (chunk_units) {
+      const int64_t block = u / front_units, v = u % front_units;
+      const int64_t first = block * front_groups;
+      const int64_t block_groups = std::min(front_groups, groups - first);
+      *group = first + v % block_groups;
+      *begin = static_cast<int>(v / block_groups);
+      *end = *begin + 1;
+    } else if (u < front_units) {
       *group = u % front_groups;
       *begin = static_cast<int>(u / front_groups);
-      *end = *begin + 1;
-    } else if (chunk_units) {
-      *group = front_groups + (u - front_units) / chunks;
-      *begin = static_cast<int>((u - front_units) % chunks);
       *end = *begin + 1;
     } else {
       *group = front_groups + (u - front_units);
@@ -101,6 +109,7 @@ UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Predi
   UnitMap u;
   u.rows = rows;
   u.chunk_units = chunk_units;
+  u.m = p.m;
   u.k = static_cast<double>(p.k);
   u.m_tiles = pr.m_tiles;
   u.n_tiles = pr.n_tiles;
@@ -283,9 +292,11 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
 
   // A branch unit's time: quantize 8 rows x its chunk, down-project them (one L2 round trip per
   // 32-column iteration, kDownInstrPerIter's comment), arrive (kArrivalRoundTrips, when K has
-  // more than one chunk); the group's last unit (the last claimed: a group's units take the same
-  // time and are claimed in increasing time, front chunk-major, later ones consecutively) then sums
-  // the partials and writes l (kCombineInstrPerStepBase's comment) before publishing its chunk.
+  // more than one chunk); the group's last arrival then sums the partials and writes l
+  // (kCombineInstrPerStepBase's comment) before publishing its chunk. Modelled as its chunk
+  // chunks - 1 unit: every block is claimed chunk-major, so that unit is the group's last claimed,
+  // and it finishes last where no earlier-claimed unit of the group takes longer [ASSUMED: the
+  // chunks are of equal width, as at K = 7168; a shorter last chunk could arrive before another].
   // `lat`: the L2 round trip the unit sees.
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
   const double issue = (kDownInstrPerIter + (o.act_smooth ? kDownSmoothInstrPerIter : 0)) /
@@ -369,6 +380,20 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     c.t_options = at_rho(rho_at(hi));
   }
   return c;
+}
+
+std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,
+                                      int rows, bool chunk_units) {
+  const UnitMap u = Units(hw, d, p, Predict(hw, d, p), rows, chunk_units);
+  std::vector<ModelUnit> order(static_cast<size_t>(u.Count()));
+  for (int64_t i = 0; i < u.Count(); ++i) {
+    ModelUnit& w = order[static_cast<size_t>(i)];
+    int64_t group;
+    u.Decode(i, &group, &w.chunk_begin, &w.chunk_end);
+    w.row0 = group * rows;
+    w.row_end = std::min(u.m, w.row0 + rows);
+  }
+  return order;
 }
 
 std::string OptionsLine(const Hardware& hw, const Design& d, int64_t m, const Options& o) {

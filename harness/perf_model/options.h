@@ -4,14 +4,14 @@
 // Issue 30's optional operands in the SM120 model (a model, NOT a measurement): act_smooth (each
 // activation x a float factor in the quantizer warps, kernels/device/quantize.cuh) and the rank-r
 // low-rank branch (kernels/device/lowrank.cuh). The branch's units are 8 rows x ONE k-chunk
-// (work_units.h WorkUnits<8, kChunkUnits>: the front m-tiles chunk-major, every later 8-row group
-// as `chunks` consecutive single-chunk units): the quantizer warp that claimed a unit quantizes it,
-// down-projects it (its chunk's partial sums lambda, stored to slot = its chunk), arrives on its
-// group's counter, and the group's last arrival adds the group's partials and writes
-// l = bf16(lambda) [M][r] before publishing its chunk; each consumer warp, per finished warp tile,
-// reads its rows' l and adds l @ lora_up^T before the epilogue. PredictOptions: the op's time with
-// the options, as the plain op's (Predict) plus one term per effect, each stated in options.cc with
-// its assumption:
+// (work_units.h WorkUnits<8, kChunkUnits>: the m-tiles in blocks of the first wave's count, each
+// block chunk-major as the front, chunk 0 of every group, then chunk 1, ...): the quantizer warp
+// that claimed a unit quantizes it, down-projects it (its chunk's partial sums lambda, stored to
+// slot = its chunk), arrives on its group's counter, and the group's last arrival adds the group's
+// partials and writes l = bf16(lambda) [M][r] before publishing its chunk; each consumer warp,
+// per finished warp tile, reads its rows' l and adds l @ lora_up^T before the epilogue.
+// PredictOptions: the op's time with the options, as the plain op's (Predict) plus one term per
+// effect, each stated in options.cc with its assumption:
 //   (a) tensor   the branch's bf16 MMAs (2 M K r + 2 M N r FLOP) on the tensor pipes the NVFP4
 //                main loop uses, at Hardware::bf16_mma_flop_per_clk_per_sm
 //   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x re-read, the partials written
@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "harness/perf_model/model.h"
 
@@ -95,6 +96,18 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
 // in percent of the plain op's time, one decimal; low / high the other two readings' costs. <GPU>
 // is hw.name up to " (".
 std::string OptionsLine(const Hardware& hw, const Design& d, int64_t m, const Options& o);
+
+// The quantizer's units in claim order, as PredictOptions replays them: `rows`-row groups, every
+// unit one k-chunk (chunk_units: the branch's kChunkUnits, each block of front-many m-tiles
+// chunk-major) or the later groups one unit of all K (the plain op's). options.cc's replica of
+// kernels/device/work_units.h WorkUnits<rows, chunk_units>::Unit on the model's grid
+// (min(SMs, tiles)), front m-tiles and k-chunks; options_test compares them unit by unit.
+struct ModelUnit {
+  int64_t row0 = 0, row_end = 0;
+  int chunk_begin = 0, chunk_end = 0;
+};
+std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,
+                                      int rows, bool chunk_units);
 
 }  // namespace h3::perf_model
 
