@@ -307,7 +307,11 @@ kernels::OutProjParams ParamsOf(const OutProjArgs& a, const OpDims& d) {
 
 int64_t OutProjReadyFlagBytes(int64_t m) {
   if (m < 0) m = 0;
-  const int64_t bytes = kernels::ReadyFlagWords(m, kOutProjTileM) * int64_t{sizeof(uint32_t)};
+  // The flags and the low-rank branch's arrival counters (ready_flags.h): one size for every
+  // call, whichever instance runs it.
+  const int64_t words =
+      kernels::ReadyFlagWords(m, kOutProjTileM) + kernels::BranchWords(m, kOutProjTileM);
+  const int64_t bytes = words * int64_t{sizeof(uint32_t)};
   return (bytes + 15) / 16 * 16;
 }
 
@@ -430,12 +434,13 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(dims.m));
   const size_t q_bytes = (static_cast<size_t>(dims.m) * (dims.k / 2) + 255) / 256 * 256;
   const size_t sf_bytes = static_cast<size_t>(dims.m) * (dims.k / 16);
-  // The branch's partial sums (lowrank.cuh): every slot a unit may write, never zeroed (every
-  // slot the epilogue reads is written first).
+  // The branch's partial sums and l (lowrank.cuh): never zeroed (every element read is written
+  // first in the launch).
   const int lora_rank = branch ? static_cast<int>(args.lora_down.shape[0]) : 0;
   const size_t partial_bytes = static_cast<size_t>(kernels::NumChunks(static_cast<int>(dims.k))) *
                                static_cast<size_t>(dims.m) * lora_rank * sizeof(float);
-  size_t ws_bytes = (partial_bytes + 255) / 256 * 256;
+  const size_t act_bytes = static_cast<size_t>(dims.m) * lora_rank * sizeof(uint16_t);
+  size_t ws_bytes = (partial_bytes + 255) / 256 * 256 + (act_bytes + 255) / 256 * 256;
   if (args.ready_flags.data == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
   if (args.act_q.data == nullptr) ws_bytes += q_bytes + sf_bytes;
   void* ws = nullptr;
@@ -445,9 +450,12 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   }
   uint8_t* next = static_cast<uint8_t*>(ws);
   float* lora_partial = nullptr;
+  uint16_t* lora_act = nullptr;
   if (partial_bytes > 0) {
     lora_partial = reinterpret_cast<float*>(next);
     next += (partial_bytes + 255) / 256 * 256;
+    lora_act = reinterpret_cast<uint16_t*>(next);
+    next += (act_bytes + 255) / 256 * 256;
   }
   void* flags = const_cast<void*>(args.ready_flags.data);
   if (flags == nullptr) {
@@ -464,6 +472,7 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   p.ready_flags = static_cast<uint32_t*>(flags);
   p.lora_rank = lora_rank;
   p.lora_partial = lora_partial;
+  p.lora_act = lora_act;
   // The API asks 4-byte alignment of these; 16 lets the kernel move 16 bytes per access.
   const auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   p.prefetch_residual = aligned16(p.residual);

@@ -95,6 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
                        32},
             BranchCase{"gauss_r16", 129, 384, 1024, DataKind::kGaussian, SmoothPattern::kNone,
                        16},
+            // K = 256: one chunk, so each unit writes its group's l itself (no counter).
+            BranchCase{"gauss_one_chunk_r16", 77, 256, 256, DataKind::kGaussian,
+                       SmoothPattern::kLogNormal, 16},
             BranchCase{"gauss_r32", 1000, 384, 2048, DataKind::kGaussian, SmoothPattern::kNone,
                        32},
             BranchCase{"heavy_smooth_r32", 259, 256, 7168, DataKind::kHeavyTail,
@@ -103,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(
                        48},
             BranchCase{"special_extreme_r64", 130, 256, 512, DataKind::kSpecial,
                        SmoothPattern::kExtreme, 64},
-            // More tiles than SMs: CTAs run a second tile (the back m-tiles: one partial slot).
+            // More tiles than SMs: CTAs run a second tile (the back m-tiles' groups: their
+            // chunks as consecutive units).
             BranchCase{"gauss_two_tiles_per_cta_r32", 8955, 384, 512, DataKind::kGaussian,
                        SmoothPattern::kLogNormal, 32}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
@@ -113,8 +117,8 @@ INSTANTIATE_TEST_SUITE_P(
              out_proj_test::ParamSuffix(std::get<1>(i.param), std::get<2>(i.param));
     });
 
-// The partial sums are written and summed in a fixed order (no atomics): two runs give the same
-// bits. Between them another problem of the same size runs, so the stream-ordered pool hands the
+// The partial sums are written and summed in a fixed order (chunk order, whichever unit of a
+// group arrives last and sums them): two runs give the same bits. Between them another problem of the same size runs, so the stream-ordered pool hands the
 // second run a workspace holding other partials: a slot read before it is written would show.
 TEST(OutProjBranchTest, Deterministic) {
   H3_SKIP_WITHOUT_GPU();

@@ -569,11 +569,14 @@ TEST(OutProjTest, ReusedFlagsLeftZero) {
 }
 
 TEST(OutProjTest, ReadyFlagBytes) {
+  const auto up16 = [](int64_t b) { return (b + 15) / 16 * 16; };
   EXPECT_EQ(OutProjReadyFlagBytes(0), 128);  // the claim counter's own 128-byte line
-  EXPECT_EQ(OutProjReadyFlagBytes(1), 160);  // + 8 k-chunk flags of one m-tile
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 128 + 4 * 32);
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), 128 + 5 * 32);
-  EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM), 128 + ((kOutProjMaxM + 127) / 128) * 32);
+  // + 8 k-chunk flags of one m-tile + the branch's counter of one 8-row group, to 16 bytes
+  EXPECT_EQ(OutProjReadyFlagBytes(1), up16(128 + 32 + 4));
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 128 + 4 * 32 + 64 * 4);
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), up16(128 + 5 * 32 + 65 * 4));
+  EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM),
+            up16(128 + ((kOutProjMaxM + 127) / 128) * 32 + ((kOutProjMaxM + 7) / 8) * 4));
 }
 
 }  // namespace

@@ -79,9 +79,9 @@
 // How the next epilogues plug in (a policy each; the tile path and EpilogueTile untouched):
 //   - The low-rank branch (contract section 13; SVDQuant's out = ... + L1 (L2 x')) is not a
 //     policy: it transforms the accumulators before EpilogueTile (lowrank.cuh). The quantizer
-//     warps leave each unit's down-projected partial sums in a workspace; FinishWarpTile, where
+//     warps leave each row's l = bf16(lambda) in a workspace; FinishWarpTile, where
 //     Variant::kBranch (variant.cuh ProductBranch), has BranchUpTile turn the tile's acc into
-//     v = o + bf16(lambda) @ lora_up^T (mma.sync with C = o = acc (x) alpha), then runs the
+//     v = o + l @ lora_up^T (mma.sync with C = o = acc (x) alpha), then runs the
 //     product's policy, GatedResidual, on v with Arch = AccAsIs<Arch> (no rescaling) and alpha 1.
 //   - The input-channel smoothing (contract section 12: x' = bf16(f32(x) (x) s_k) per channel k
 //     before quantization, s = act_smooth; the caller's weight is the smoothed one) changes what

@@ -52,13 +52,14 @@ struct Loader {
   const OutProjParams& p;
   const CUtensorMap *tmap_aq, *tmap_asf, *tmap_wq;
   SharedStorage<Cfg>& st;
-  WorkUnits<kUnitRows<Cfg, Variant>> units;
+  UnitsOf<Cfg, Variant> units;
   int ksteps, chunk_elems;
   int64_t sfb_group_bytes;  // one 128-row group of weight scales: K/16/4 * 512 (K/16 % 16 == 0)
   RingWalk<Cfg, Cfg::kAStages> a;
   RingWalk<Cfg, Cfg::kStages> b0, b1;  // kOwnBRings: each group's B ring
   SfaPos<Cfg> sfa;
   int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
+  int l_ready_mt = -1;                   // the branch's: the newest m-tile seen with its l written
 
   __device__ __forceinline__ Loader(const OutProjParams& params, const CUtensorMap* aq,
                                     const CUtensorMap* asf, const CUtensorMap* wq,
@@ -123,6 +124,16 @@ struct Loader {
         return RingState::kWaitReady;
       }
       ++ready_chunk;
+    }
+    if constexpr (Variant::kBranch) {
+      // A tile's last stage waits for its rows' l (lowrank.cuh), which the consumers read once
+      // they have consumed it; the down-projections finish under the tile's earlier stages.
+      if (a.ks == ksteps - 1 && mt != l_ready_mt) {
+        if (!BranchReady(p.ready_flags, p.m, mt, units.GroupsInMTile(mt))) {
+          return RingState::kWaitReady;
+        }
+        l_ready_mt = mt;
+      }
     }
     const int stage = a.pos.stage;
     if (!ptx::MbarTest(&st.empty[stage], a.pos.phase ^ 1u)) return RingState::kWaitSlot;

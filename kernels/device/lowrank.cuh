@@ -4,25 +4,23 @@
 // The low-rank branch of docs/contract.md section 13 in the fused kernel (a Variant with
 // kBranch, variant.cuh), in two halves that meet in global memory:
 //   down-projection  the quantizer warp that claimed a unit (work_units.h: kBranchUnitRows = 8
-//                    rows x its k-chunks), right after quantizing it and before publishing it: the
-//                    unit's partial sums lambda[row][j] over its k range, by bf16 mma.sync
-//                    m16n8k16 with lora_down as A (16 of the r columns) and x' as B (the unit's 8
-//                    rows: every MMA row and column used), x' section 12's, smoothed in registers
-//                    like the quantizer's; stored to p.lora_partial. Plain stores, no atomics:
-//                    deterministic.
-//   up-projection    each consumer warp, per finished warp tile, before the epilogue: lambda =
-//                    the row's partials summed in chunk order, l = bf16(lambda), and
-//                    v = o + l @ lora_up^T by mma.sync with C = o = acc (x) alpha; the epilogue
-//                    then runs on v with alpha 1 (AccAsIs: v is not rescaled).
-// Partials: p.lora_partial[slot][row][j] (f32, [NumChunks(k)][m][r]). A unit of a front m-tile
-// (one chunk) writes slot = its chunk; any other unit (all chunks) writes slot 0. The epilogue of
-// m-tile mt reads slots [0, front ? chunks : 1). Every slot it reads was written by a unit
-// published before the tile's loads could start (ready_flags.h), so the consumer sees it through
-// the chain: every lane's stores, its membar.gl and the warp's __syncwarp (PublishUnit) -> one
-// lane's red.release.gpu per chunk (the units' reds on a flag form its release sequence) -> the
-// load warp's ld.acquire.gpu -> the stage's mbarrier arrive (release.cta) -> the consumer's wait
-// (acquire.cta). Unwritten slots (rows beyond M) are never read. Deterministic for a given
-// device, config and grid: which m-tiles are front (one partial per chunk) depends on the grid.
+//                    rows x one k-chunk, kChunkUnits), right after quantizing it and before
+//                    publishing it: the unit's partial sums lambda[row][j] over its chunk, by bf16
+//                    mma.sync m16n8k16 with lora_down as A (16 of the r columns) and x' as B (the
+//                    unit's 8 rows: every MMA row and column used), x' section 12's, smoothed in
+//                    registers like the quantizer's; stored to p.lora_partial[chunk]. The group's
+//                    last unit to arrive (its counter, ready_flags.h) adds the group's partials in
+//                    chunk order and writes l = bf16(lambda) to p.lora_act, once per row.
+//   up-projection    each consumer warp, per finished warp tile, before the epilogue: its rows' l
+//                    and v = o + l @ lora_up^T by mma.sync with C = o = acc (x) alpha; the
+//                    epilogue then runs on v with alpha 1 (AccAsIs: v is not rescaled).
+// Ordering: l is written before its writer publishes its chunk, and the tile's loads wait for
+// every chunk, so the consumer sees l through the chain: every lane's stores, its membar.gl and
+// the warp's __syncwarp (PublishUnit) -> one lane's red.release.gpu per chunk (the units' reds on
+// a flag form its release sequence) -> the load warp's ld.acquire.gpu -> the stage's mbarrier
+// arrive (release.cta) -> the consumer's wait (acquire.cta). l of rows beyond M is never written
+// nor read. No atomics in the sums: the additions' order is fixed (chunk order), so the result
+// does not depend on which unit arrives last, the grid or the timing.
 
 #include <cstdint>
 
@@ -30,6 +28,7 @@
 #include "kernels/device/mma.cuh"
 #include "kernels/device/params.h"
 #include "kernels/device/quantize.cuh"
+#include "kernels/device/ready_flags.h"
 #include "kernels/device/scheduler.cuh"
 #include "kernels/device/warp_acc.cuh"
 #include "kernels/device/work_units.h"
@@ -56,14 +55,15 @@ __device__ __forceinline__ uint2 Ldg8(const uint16_t* p) {
 // over the unit's k range, in passes of 32 columns (two m16 tiles). x' is section 12's, smoothed
 // in registers exactly as the quantizer does (SmoothBf16Pair).
 template <int kRows>
-__device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w) {
+__device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
+                                               int chunks) {
   static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunk_elems = ChunkElems(p.k);
   const int k_begin = w.chunk_begin * chunk_elems;
   const int k_end_c = w.chunk_end * chunk_elems;
   const int k_end = k_end_c < p.k ? k_end_c : p.k;  // a multiple of 32 after k_begin
-  const int slot = w.chunk_end - w.chunk_begin == 1 ? w.chunk_begin : 0;
+  const int slot = w.chunk_begin;  // one chunk a unit (kChunkUnits)
   const bool has_row = w.row0 + g < w.row_end;
   // Lane (g, t) reads columns [k0 + 8t, k0 + 8t + 8) of row g (x', the B operand) and of
   // lora_down's rows j0 + g, + 8, + 16, + 24 (the A operand), each k0 a multiple of 32.
@@ -118,35 +118,58 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
       }
     }
   }
+  // Arrive at the group's counter; the last arrival writes the group's l.
+  const int64_t group = w.row0 / kRows;
+  __threadfence();  // every lane's partials, before the arrival (release)
+  __syncwarp();
+  uint32_t last = 1u;
+  if (chunks > 1) {
+    uint32_t* counter = p.ready_flags + BranchCounterWord(p.m, kWorkTileM, group);
+    if (lane == 0) {
+      last = atomicAdd(counter, 1u) == static_cast<uint32_t>(chunks - 1) ? 1u : 0u;
+      if (last != 0u) __threadfence();  // acquire: the other units' partials
+    }
+    last = __shfl_sync(0xFFFFFFFFu, last, 0);
+  }
+  if (last == 0u) return;
+  __syncwarp();
+  // lambda of the group's rows: its chunks' partials added in chunk order, 4 columns a lane and
+  // step; l = bf16(lambda).
+  const int quads_per_row = r / 4;
+  const int64_t slot_floats = p.m * r;
+  for (int q = lane; q < kRows * quads_per_row; q += 32) {
+    const int64_t row = w.row0 + q / quads_per_row;
+    if (row >= w.row_end) break;  // q grows with the row
+    const int j = 4 * (q % quads_per_row);
+    const float* src = p.lora_partial + row * r + j;
+    // L2, not L1: written by other SMs in this launch.
+    float4 v = __ldcg(reinterpret_cast<const float4*>(src));
+#pragma unroll 4
+    for (int c = 1; c < kMaxChunks; ++c) {
+      if (c < chunks) {
+        const float4 u = __ldcg(reinterpret_cast<const float4*>(src + c * slot_floats));
+        v = make_float4(__fadd_rn(v.x, u.x), __fadd_rn(v.y, u.y), __fadd_rn(v.z, u.z),
+                        __fadd_rn(v.w, u.w));
+      }
+    }
+    *reinterpret_cast<uint2*>(p.lora_act + row * r + j) =
+        make_uint2(F32x2ToBf16x2Rn(v.x, v.y), F32x2ToBf16x2Rn(v.z, v.w));
+  }
+  PublishBranchGroup(p.ready_flags, p.m, w.row0 / kWorkTileM);
 }
 
-// lambda of columns [j, j + 4) of `row`: the sum of the row's `slots` partials in slot order
-// (0 beyond M: those partials are never written).
-__device__ __forceinline__ float4 BranchLambdaQuad(const OutProjParams& p, int64_t row, int j,
-                                                   int slots) {
-  if (row >= p.m) return make_float4(0.f, 0.f, 0.f, 0.f);
-  const int64_t slot_quads = p.m * p.lora_rank / 4;  // one slot, in float4s (r % 16 == 0)
+// l of columns [j, j + 4) of `row` as two bf16 pairs ({j, j + 1}, {j + 2, j + 3}): zero beyond M.
+__device__ __forceinline__ uint2 BranchActQuad(const OutProjParams& p, int64_t row, int j) {
+  if (row >= p.m) return make_uint2(0u, 0u);
   // L2, not L1: written by other SMs in this launch.
-  const float4* src = reinterpret_cast<const float4*>(p.lora_partial + row * p.lora_rank + j);
-  float4 v = __ldcg(src);
-  // Unrolled by 4 and predicated: the slots' loads are independent, so a front tile's (chunks
-  // of them) take two round trips; fully unrolled, the consumers spill.
-#pragma unroll 4
-  for (int c = 1; c < kMaxChunks; ++c) {
-    if (c < slots) {
-      const float4 u = __ldcg(src + c * slot_quads);
-      v = make_float4(__fadd_rn(v.x, u.x), __fadd_rn(v.y, u.y), __fadd_rn(v.z, u.z),
-                      __fadd_rn(v.w, u.w));
-    }
-  }
-  return v;
+  return __ldcg(reinterpret_cast<const uint2*>(p.lora_act + row * p.lora_rank + j));
 }
 
 // The up-projection of one warp tile (warp-collective), in place: acc (the contract's f32 sums,
 // Arch-scaled) becomes v = (acc (x) alpha) + l @ lora_up^T (section 13 step 2), unscaled.
 template <class Cfg, class Arch>
 __device__ __forceinline__ void BranchUpTile(WarpAcc<Cfg>& acc, int64_t row_base, int col_base,
-                                             const OutProjParams& p, float alpha, int slots) {
+                                             const OutProjParams& p, float alpha) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int r = p.lora_rank;
 #pragma unroll
@@ -172,10 +195,8 @@ __device__ __forceinline__ void BranchUpTile(WarpAcc<Cfg>& acc, int64_t row_base
 #pragma unroll
     for (int i = 0; i < Cfg::kMFrags; ++i) {
       const int64_t r0 = row_base + 16 * i + g;
-      const float4 l0 = BranchLambdaQuad(p, r0, j, slots);
-      const float4 l1 = BranchLambdaQuad(p, r0 + 8, j, slots);
-      const uint32_t a[4] = {F32x2ToBf16x2Rn(l0.x, l0.y), F32x2ToBf16x2Rn(l1.x, l1.y),
-                             F32x2ToBf16x2Rn(l0.z, l0.w), F32x2ToBf16x2Rn(l1.z, l1.w)};
+      const uint2 l0 = BranchActQuad(p, r0, j), l1 = BranchActQuad(p, r0 + 8, j);
+      const uint32_t a[4] = {l0.x, l1.x, l0.y, l1.y};
 #pragma unroll
       for (int jn = 0; jn < Cfg::kNFrags; ++jn) MmaBf16(acc.v[i][jn], a, b[jn]);
     }
@@ -189,23 +210,17 @@ struct AccAsIs : Arch {
   __device__ __forceinline__ static float UnscaleAcc(float acc) { return acc; }
 };
 
-// A finished warp tile of m-tile mt through the Variant's epilogue, with the branch first where
-// the Variant has it. The partials' slots of mt: every chunk's for a front m-tile, else the one
-// (work_units.h; recomputed per tile rather than kept in registers across tiles).
+// A finished warp tile through the Variant's epilogue, with the branch first where the Variant
+// has it.
 template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void FinishWarpTile(WarpAcc<Cfg>& acc, int64_t row0, int col0,
-                                               const OutProjParams& p, float alpha, int64_t mt) {
+                                               const OutProjParams& p, float alpha) {
   if constexpr (Variant::kBranch) {
-    // The partials' ordering (header) needs every unit published and every consumer warp
-    // waiting on every A stage of its tile.
+    // l's ordering (header) needs every unit published and every consumer warp waiting on every
+    // A stage of its tile.
     static_assert(Variant::kPublish && Variant::kEveryGroupMma,
                   "a branch Variant publishes every unit and runs every group's stages");
-    using Units = WorkUnits<kUnitRows<Cfg, Variant>>;
-    const Units units = CallUnits<Cfg, Variant>(p);
-    const int slots = mt * Units::kGroupsPerMTile < units.front_groups
-                          ? units.chunks
-                          : 1;
-    BranchUpTile<Cfg, Arch>(acc, row0, col0, p, alpha, slots);
+    BranchUpTile<Cfg, Arch>(acc, row0, col0, p, alpha);
     EpilogueTile<Cfg, AccAsIs<Arch>, typename Variant::Epilogue>(acc, row0, col0, p, 1.0f);
   } else {
     EpilogueTile<Cfg, Arch, typename Variant::Epilogue>(acc, row0, col0, p, alpha);

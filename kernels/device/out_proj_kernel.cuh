@@ -208,7 +208,7 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha, sched.mt);
+    FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha);
   }
 }
 

@@ -46,10 +46,12 @@ struct OutProjParams {
   uint64_t wait_limit_ns = 0;
   StallReport* stall = nullptr;
   // The low-rank branch (contract section 13; lowrank.cuh): r, lora_down's rows (0 without the
-  // branch), and its down-projection's partial sums, [NumChunks(k)][m][r] f32 (the host API's
-  // workspace). Last: the fields above keep their offsets in every instance.
+  // branch), its down-projection's partial sums, [NumChunks(k)][m][r] f32, and l = bf16(lambda),
+  // [m][r] (both the host API's workspace). Last: the fields above keep their offsets in every
+  // instance.
   int lora_rank = 0;
   float* lora_partial = nullptr;
+  uint16_t* lora_act = nullptr;
 };
 
 }  // namespace h3::kernels

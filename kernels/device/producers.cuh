@@ -57,7 +57,7 @@ template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs) {
   if (!Variant::Quantizes()) return;
   const int lane = threadIdx.x & 31;
-  const WorkUnits<kUnitRows<Cfg, Variant>> units = CallUnits<Cfg, Variant>(p);
+  const UnitsOf<Cfg, Variant> units = CallUnits<Cfg, Variant>(p);
   const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
   const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
@@ -89,11 +89,12 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         }
       }
     }
-    if constexpr (Variant::kBranch) BranchDownUnit<kUnitRows<Cfg, Variant>>(p, w);
     Variant::Pause(PauseSite::kQuantizerPublish, u);
     if constexpr (Variant::kPublish) {
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
     }
+    // After the publish: the GEMM needs only the codes; l has its own word (ready_flags.h).
+    if constexpr (Variant::kBranch) BranchDownUnit<kUnitRows<Cfg, Variant>>(p, w, units.chunks);
   }
 }
 
@@ -111,7 +112,9 @@ __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUten
   } else {
     QuantizerLoop<Cfg, Arch, Variant>(p, act_gs);
   }
-  ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Cfg::kBM), Cfg::kProducerWarps * 32);
+  const int64_t branch_words = Variant::kBranch ? BranchWords(p.m, Cfg::kBM) : 0;
+  ResetAtExit(p.ready_flags, ReadyFlagWords(p.m, Cfg::kBM) + branch_words,
+              Cfg::kProducerWarps * 32);
 }
 
 }  // namespace h3::kernels

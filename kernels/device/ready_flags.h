@@ -14,6 +14,13 @@
 //   word kExitCounter                       CTAs finished (ResetAtExit)
 //   word kFlagsOffset + mt * kMaxChunks + c finished row groups of k-chunk c of m-tile mt
 //                                           (ready when it reaches WorkUnits::GroupsInMTile)
+//   word ReadyFlagWords(m, BM) + group      the low-rank branch's instances only: units of an
+//                                           8-row group (kBranchUnitRows) that finished their
+//                                           down-projection (BranchCounterWord)
+//   word ... + BranchGroups(m) + mt         the branch's instances only: row groups of m-tile mt
+//                                           whose l is written (BranchReadyWord; ready at
+//                                           GroupsInMTile). The host sizes the buffer with these
+//                                           words for every call (BranchWords)
 //
 // Protocol (PTX memory consistency model, "Proxies" and release/acquire patterns):
 //   quantizer warp: ClaimUnit -> quantize (generic st.global of act_q/act_sf) -> PublishUnit:
@@ -27,8 +34,18 @@
 //                   after the waits on the tile's stage mbarriers. The chain: quantizer release
 //                   -> load warp acquire (ChunkReady) -> its mbarrier arrive (release.cta) ->
 //                   consumer wait (acquire.cta). The consumers never read the flags themselves.
+//   branch (lowrank.cuh BranchDownUnit): a unit publishes its chunk first (the GEMM needs only
+//                   the codes), then down-projects it, stores its partial sums, and every lane
+//                   membar.gl, __syncwarp, one lane's atomicAdd on its group's counter; the lane
+//                   that reads chunks - 1 (the group's last unit) membar.gl (acquire),
+//                   __syncwarp, and the warp reads every partial of the group (ld.global.cg),
+//                   writes l, and publishes it: every lane membar.gl, __syncwarp, one lane's
+//                   red.release.gpu on BranchReadyWord(mt). The load warp issues a tile's last
+//                   A stage only after ld.acquire.gpu of that word reads GroupsInMTile (then the
+//                   mbarrier chain above); the consumers read l after that stage.
 //   producer warps, last (the only warps that use the flags; a thread of any warp that gives
-//                   up waiting sets kStallClaim, then traps): ResetAtExit: they meet on named
+//                   up waiting sets kStallClaim, then traps): ResetAtExit (the branch's instances:
+//                   with its words): they meet on named
 //                   barrier kExitBarrier, then thread 0 fences (membar.gl) and counts the CTA out
 //                   (atomicAdd); in the CTA whose count completes the grid, thread 0 fences again
 //                   and, past a second meeting, the producers zero every word the grid wrote.
@@ -69,6 +86,21 @@ H3_HD constexpr int64_t ReadyFlagWords(int64_t m, int64_t tile_m) {
 H3_HD int64_t FlagWord(int64_t m_tile, int chunk) {
   return kFlagsOffset + m_tile * kMaxChunks + chunk;
 }
+// The low-rank branch's words, after the flags: an arrival counter per kBranchUnitRows-row group
+// of M, then an l-ready count per m-tile. Not in ReadyFlagWords (the plain instances never touch
+// them); the host's buffer size counts them (out_proj.cc OutProjReadyFlagBytes).
+H3_HD constexpr int64_t BranchGroups(int64_t m) {
+  return (m + kBranchUnitRows - 1) / kBranchUnitRows;
+}
+H3_HD constexpr int64_t BranchWords(int64_t m, int64_t tile_m) {
+  return BranchGroups(m) + (m + tile_m - 1) / tile_m;
+}
+H3_HD int64_t BranchCounterWord(int64_t m, int64_t tile_m, int64_t group) {
+  return ReadyFlagWords(m, tile_m) + group;
+}
+H3_HD int64_t BranchReadyWord(int64_t m, int64_t tile_m, int64_t m_tile) {
+  return ReadyFlagWords(m, tile_m) + BranchGroups(m) + m_tile;
+}
 
 #if defined(__CUDACC__)
 
@@ -88,6 +120,23 @@ __device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_til
   __syncwarp();
   const int c = chunk_begin + static_cast<int>(threadIdx.x & 31);
   if (c < chunk_end) ptx::RedReleaseGpuAdd(ready_flags + FlagWord(m_tile, c), 1u);
+}
+
+// Warp-collective, after the warp's generic stores of l for one row group of m-tile `m_tile`
+// (the branch's instances): l is read by the consumers of other CTAs after their load warp saw it.
+__device__ __forceinline__ void PublishBranchGroup(uint32_t* ready_flags, int64_t m, int64_t m_tile) {
+  __threadfence();
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) {
+    ptx::RedReleaseGpuAdd(ready_flags + BranchReadyWord(m, kWorkTileM, m_tile), 1u);
+  }
+}
+
+// One thread, polled (never blocks): true once m-tile `m_tile`'s `groups` row groups have l
+// written (the branch's instances); the consumers' reads after the stage it gates see them.
+__device__ __forceinline__ bool BranchReady(const uint32_t* ready_flags, int64_t m, int64_t m_tile,
+                                            uint32_t groups) {
+  return ptx::LdAcquireGpu(ready_flags + BranchReadyWord(m, kWorkTileM, m_tile)) >= groups;
 }
 
 // One thread, polled (never blocks): true once chunk `chunk` of m-tile `m_tile` has `groups`

@@ -53,13 +53,17 @@ struct TileScheduler {
 template <class Cfg, class Variant>
 inline constexpr int kUnitRows = Variant::kBranch ? kBranchUnitRows : Cfg::kQuantRows;
 
-// The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles. The
-// quantizer warps, the load warp and the branch's up-projection derive the same one.
+// The unit map type: the branch's instances split every group into one unit per chunk.
 template <class Cfg, class Variant>
-__device__ __forceinline__ WorkUnits<kUnitRows<Cfg, Variant>> CallUnits(const OutProjParams& p) {
+using UnitsOf = WorkUnits<kUnitRows<Cfg, Variant>, Variant::kBranch>;
+
+// The call's quantizer unit map (work_units.h): the front is the first wave's m-tiles. The
+// quantizer warps and the load warp derive the same one.
+template <class Cfg, class Variant>
+__device__ __forceinline__ UnitsOf<Cfg, Variant> CallUnits(const OutProjParams& p) {
   const TileScheduler<Cfg> sched(p.m, p.n);
-  return WorkUnits<kUnitRows<Cfg, Variant>>(
-      p.m, p.k, FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
+  return UnitsOf<Cfg, Variant>(p.m, p.k,
+                               FrontMTiles(gridDim.x, sched.num_n_tiles, sched.num_m_tiles));
 }
 
 }  // namespace h3::kernels

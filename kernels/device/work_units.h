@@ -9,7 +9,10 @@
 // attn_out. The m-tiles the first wave of CTAs computes ("front": the first FrontMTiles m-tiles)
 // are quantized chunk by chunk: chunk 0 of every front row group, then chunk 1, ..., so the first
 // tiles start after 1/NumChunks of their rows are quantized instead of all of them (perf_model:
-// the v2 ladder's k-chunk quantization order). Every later row group is one unit of all chunks.
+// the v2 ladder's k-chunk quantization order). Every later row group is one unit of all chunks,
+// or, with kChunkUnits (the low-rank branch's instances, lowrank.cuh: a unit's down-projection
+// then spans one chunk of K wherever it is), every block of front-many m-tiles is quantized as
+// the front is, chunk by chunk: each later wave of tiles also starts on its rows' first chunk.
 // Units are claimed in increasing order (ready_flags.h), and a unit's chunks are published to the
 // flags (m-tile, chunk) each counts finished row groups of.
 
@@ -25,6 +28,7 @@ inline constexpr int64_t kWorkTileM = 128;  // rows of an m-tile (kOutProjTileM)
 // Rows of a unit of the low-rank branch's instances (kernels/device/lowrank.cuh: the n8 of the
 // down-projection's MMAs; the plain instances' units are their config's kQuantRows).
 inline constexpr int kBranchUnitRows = 8;
+static_assert(kBranchUnitRows >= 8, "kChunkUnits' unit count stays below 2^31 (Unit)");
 
 // Chunks of K (k a positive multiple of kChunkQuantum): as many as kMaxChunks allows, of equal
 // whole-quantum widths (the last may be shorter).
@@ -44,8 +48,8 @@ struct WorkUnit {
 };
 
 // The unit map of one call: m rows, k columns, kRows rows per group, the first front_m_tiles
-// m-tiles quantized chunk-major.
-template <int kRows>
+// m-tiles quantized chunk-major; with kChunkUnits every block of front_m_tiles m-tiles is.
+template <int kRows, bool kChunkUnits = false>
 struct WorkUnits {
   static_assert(kWorkTileM % kRows == 0, "row groups never straddle an m-tile");
   static constexpr int64_t kGroupsPerMTile = kWorkTileM / kRows;
@@ -61,11 +65,12 @@ struct WorkUnits {
     groups = (m + kRows - 1) / kRows;
     const int64_t fg = front_m_tiles * kGroupsPerMTile;
     front_groups = fg < groups ? fg : groups;
-    count = front_groups * chunks + (groups - front_groups);
+    count = front_groups * chunks + (groups - front_groups) * (kChunkUnits ? chunks : 1);
   }
 
   // 32-bit division only (a 64-bit one is a subroutine call on the GPU, scheduler.cuh): u and the
-  // front's units stay below 2^32 (groups < 2^29, front groups <= grid * 32, chunks <= 8).
+  // front's units stay below 2^32 (groups < 2^29, front groups <= grid * 32, chunks <= 8;
+  // kChunkUnits: 8-row groups, so groups * chunks < 2^31).
   H3_HD WorkUnit Unit(uint32_t u) const {
     WorkUnit w;
     int64_t group;
@@ -73,6 +78,16 @@ struct WorkUnits {
     if (u < fg * static_cast<uint32_t>(chunks)) {
       group = u % fg;
       w.chunk_begin = static_cast<int>(u / fg);
+      w.chunk_end = w.chunk_begin + 1;
+    } else if constexpr (kChunkUnits) {
+      // Blocks of front_groups groups (the last may be partial), each chunk-major.
+      const uint32_t per_block = fg * static_cast<uint32_t>(chunks);
+      const uint32_t block = u / per_block, v = u - block * per_block;
+      const int64_t first = static_cast<int64_t>(block) * front_groups;
+      const uint32_t bg = static_cast<uint32_t>(groups - first < front_groups ? groups - first
+                                                                              : front_groups);
+      group = first + v % bg;
+      w.chunk_begin = static_cast<int>(v / bg);
       w.chunk_end = w.chunk_begin + 1;
     } else {
       group = front_groups + (u - fg * static_cast<uint32_t>(chunks));

@@ -29,39 +29,57 @@ TEST(WorkUnits, Chunks) {
   }
 }
 
-TEST(WorkUnits, EveryRowChunkOnceAndFlagsComplete) {
+// One unit map per case: every (row, chunk) once, units inside an m-tile, the front chunk-major,
+// each flag complete; kChunkUnits: every unit one chunk, each block of front-many m-tiles in
+// turn and chunk-major.
+template <int kRows, bool kChunkUnits>
+void CheckUnitMaps() {
   struct Case {
     int64_t m;
     int k;
     int64_t grid, n_tiles;
   };
-  // m around the 4-row group and the 128-row m-tile; fronts of 0 (grid < 1 is impossible, so
+  // m around the row group and the 128-row m-tile; fronts of 0 (grid < 1 is impossible, so
   // the smallest front is one m-tile), partial, all of M and beyond it.
   const Case kCases[] = {{1, 256, 1, 1},        {3, 512, 8, 42},       {127, 7168, 170, 21},
                          {128, 2048, 170, 21},  {129, 5120, 170, 21},  {1000, 2304, 132, 42},
                          {4096, 7168, 170, 21}, {4099, 7168, 188, 21}, {20000, 1024, 132, 1},
                          {513, 768, 3, 1}};
   for (const Case& c : kCases) {
+    SCOPED_TRACE(testing::Message() << "rows " << kRows << " chunk units " << kChunkUnits << " m "
+                                    << c.m << " k " << c.k);
     const int64_t m_tiles = (c.m + kWorkTileM - 1) / kWorkTileM;
     const int64_t front = FrontMTiles(c.grid, c.n_tiles, m_tiles);
-    const WorkUnits<4> units(c.m, c.k, front);
+    const WorkUnits<kRows, kChunkUnits> units(c.m, c.k, front);
     const int chunks = NumChunks(c.k);
     std::vector<int> seen(static_cast<size_t>(c.m * chunks), 0);
     std::vector<uint32_t> flags(static_cast<size_t>(m_tiles * chunks), 0);
     int64_t last_front_chunk = 0;
+    int64_t last_block = 0;
+    int last_block_chunk = 0;
     for (int64_t u = 0; u < units.count; ++u) {
       const WorkUnit w = units.Unit(static_cast<uint32_t>(u));
       ASSERT_LT(w.row0, w.row_end);
       ASSERT_LE(w.row_end, c.m);
-      ASSERT_EQ(w.row0 % 4, 0);
+      ASSERT_EQ(w.row0 % kRows, 0);
+      ASSERT_LE(w.row_end - w.row0, kRows);
       ASSERT_EQ(w.row0 / kWorkTileM, (w.row_end - 1) / kWorkTileM) << "unit inside one m-tile";
       ASSERT_LT(w.chunk_begin, w.chunk_end);
       ASSERT_LE(w.chunk_end, chunks);
       const bool in_front = w.row0 / kWorkTileM < front;
-      EXPECT_EQ(w.chunk_end - w.chunk_begin, in_front ? 1 : chunks) << "u " << u;
+      EXPECT_EQ(w.chunk_end - w.chunk_begin, in_front || kChunkUnits ? 1 : chunks) << "u " << u;
       if (in_front) {
         EXPECT_GE(w.chunk_begin, last_front_chunk) << "front units are chunk-major";
         last_front_chunk = w.chunk_begin;
+      }
+      if (kChunkUnits) {
+        const int64_t block = w.row0 / kWorkTileM / front;
+        ASSERT_GE(block, last_block) << "u " << u << ": blocks in turn";
+        if (block == last_block) {
+          EXPECT_GE(w.chunk_begin, last_block_chunk) << "u " << u << ": chunk-major in a block";
+        }
+        last_block = block;
+        last_block_chunk = w.chunk_begin;
       }
       for (int64_t r = w.row0; r < w.row_end; ++r)
         for (int ch = w.chunk_begin; ch < w.chunk_end; ++ch) ++seen[r * chunks + ch];
@@ -69,16 +87,22 @@ TEST(WorkUnits, EveryRowChunkOnceAndFlagsComplete) {
         ++flags[(w.row0 / kWorkTileM) * chunks + ch];
     }
     for (size_t i = 0; i < seen.size(); ++i) {
-      ASSERT_EQ(seen[i], 1) << "m " << c.m << " k " << c.k << ": row " << i / chunks << " chunk "
-                            << i % chunks;
+      ASSERT_EQ(seen[i], 1) << "row " << i / chunks << " chunk " << i % chunks;
     }
     for (int64_t mt = 0; mt < m_tiles; ++mt) {
       for (int ch = 0; ch < chunks; ++ch) {
         ASSERT_EQ(flags[mt * chunks + ch], units.GroupsInMTile(mt))
-            << "m " << c.m << ": flag (" << mt << ", " << ch << ")";
+            << "flag (" << mt << ", " << ch << ")";
       }
     }
   }
+}
+
+TEST(WorkUnits, EveryRowChunkOnceAndFlagsComplete) { CheckUnitMaps<4, false>(); }
+
+// The low-rank branch's instances: 8-row groups, one chunk a unit.
+TEST(WorkUnits, BranchUnitsEveryRowChunkOnceAndFlagsComplete) {
+  CheckUnitMaps<kBranchUnitRows, true>();
 }
 
 TEST(WorkUnits, FrontMTiles) {

@@ -46,7 +46,7 @@ __device__ __forceinline__ void FastConsumerLoop(const OutProjParams& p, Sm90Sto
     const int col0 = sched.nt * Cfg::kBN + warp_n * Cfg::kWarpTileN;
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    FinishWarpTile<Cfg, Sm90Emulated, Variant>(acc, row0, col0, p, alpha, sched.mt);
+    FinishWarpTile<Cfg, Sm90Emulated, Variant>(acc, row0, col0, p, alpha);
   }
 }
 

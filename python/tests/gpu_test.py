@@ -758,6 +758,31 @@ class FastPathTest(unittest.TestCase):
         flags = entry.tensor[entry.zero_off:entry.zero_off + entry.zero_bytes]
         self.assertEqual(int(flags.count_nonzero()), 0)
 
+    def test_branch_flags_left_zero(self):
+        # The low-rank branch's kernels also leave their own words of the flag buffer zero (the
+        # groups' arrival counters, the m-tiles' l-ready counts; ready_flags.h): three calls on a
+        # stream, the later ones without the flags' memset, give the first call's bits (K = 1024:
+        # four chunks, so every group's l is summed by its last arrival), the flags read back zero.
+        a = gpu_args(exact_case(300, n=512, k=1024, seed=73))
+        g = torch.Generator().manual_seed(74)
+        kw = {"lora_down": (torch.randn(32, 1024, generator=g) / 32).to(torch.bfloat16).to(DEV),
+              "lora_up": (torch.randn(512, 32, generator=g) / 8).to(torch.bfloat16).to(DEV)}
+        want = bits(minimax_h3_nvfp4_out_proj(*a, **kw))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        _eager.release_workspaces()
+        _eager._tls.plans.clear()
+        with torch.cuda.stream(s):
+            outs = [on_route(True, lambda: minimax_h3_nvfp4_out_proj(*a, **kw)) for _ in range(3)]
+        s.synchronize()
+        for i, o in enumerate(outs):
+            np.testing.assert_array_equal(bits(o), want, "call %d" % i)
+        (entry,) = _eager._tls.ws.values()
+        (plan,) = _eager._tls.plans.values()
+        self.assertTrue(plan.zeroed)
+        flags = entry.tensor[entry.zero_off:entry.zero_off + entry.zero_bytes]
+        self.assertEqual(int(flags.count_nonzero()), 0)
+
     def test_cached_workspace_and_capture(self):
         # Eager calls on a side stream fill the fast path's workspace cache for it; a capture
         # on that same stream must take a workspace of its own (the C ABI refuses the cached
