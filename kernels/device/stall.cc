@@ -33,6 +33,11 @@ std::string What(const StallReport& r) {
     case WaitKind::kSkewGate:
       return absl::StrFormat("skew gate %d, phase %d (the leading consumer group opens it)", r.a,
                              r.b);
+    case WaitKind::kBranchReady:
+      return absl::StrFormat(
+          "the low-rank branch's l of m-tile %d (%d of its %d row groups written; quantizer warps "
+          "write it)",
+          r.m_tile, r.a, r.b);
     case WaitKind::kFullStaged:
       return absl::StrFormat("ring stage %d, phase %d, to fill (TMA, by the load warp)", r.a, r.b);
     case WaitKind::kNone:

@@ -23,6 +23,7 @@ enum class WaitKind : uint32_t {
   kFullB = 5,       // consumer: B ring slot a filled (phase b)
   kSkewGate = 6,    // trailing consumer group: skew gate a (phase b)
   kFullStaged = 7,  // fast sm_90 consumer: ring stage a filled (phase b)
+  kBranchReady = 8,  // load warp: the l-ready count of the tile's m-tile (a groups of b written)
 };
 
 // The hand-offs those waits wait for, as the stall test withholds them (variant.cuh

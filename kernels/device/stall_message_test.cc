@@ -31,6 +31,12 @@ TEST(StallMessage, NamesTheWait) {
   r.thread = 300;
   EXPECT_THAT(StallMessage(r), HasSubstr("thread 300 (consumer warp 5 (group 1))"));
   EXPECT_THAT(StallMessage(r), HasSubstr("B ring slot 2"));
+  r.kind = static_cast<uint32_t>(WaitKind::kBranchReady);
+  r.thread = 0;
+  r.a = 3;
+  r.b = 16;
+  EXPECT_THAT(StallMessage(r), HasSubstr("for the low-rank branch's l of m-tile 5 (3 of its 16 "
+                                         "row groups written"));
 }
 
 }  // namespace
