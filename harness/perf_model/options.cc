@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -34,18 +34,22 @@ static_assert(kBranchUnitRows == 8, "kDownColsPerIter .. and the tests assume 8-
 // LDG.128 of factors and 4 SmoothBf16Pair (~5 each). A chunk of 1024 columns (K = 7168): 32.
 constexpr double kDownColsPerIter = 32, kDownRanksPerPass = 32;
 constexpr double kDownInstrPerIter = 17, kDownSmoothInstrPerIter = 22;
-// The arrival (BranchDownUnit's tail, every unit when K has more than one chunk): one lane's
-// atomicAdd on the group's counter, whose return value the warp waits for: one L2 round trip. The
-// membar.gl before it waits for the unit's codes and partials, as the plain op's PublishUnit waits
-// for its codes: counted on neither side (the quantizer model has no publish term).
-constexpr int kArrivalRoundTrips = 1;
+// After its down-projection (the unit's chunk already published, producers.cuh QuantizerLoop),
+// BranchDownUnit's tail: every lane's membar.gl, which waits for the unit's partials' stores (one
+// L2 round trip) [ASSUMED; before the kernel published after the down-projection this fence was
+// also the publish's, counted on neither side as the plain op's PublishUnit fence is: now the
+// publish's fence comes first and waits for the codes alone], then, when K has more than one
+// chunk, one lane's atomicAdd on the group's counter, whose return value the warp waits for: one
+// more round trip. The last arrival's acquire membar.gl (nothing outstanding) is left out.
+constexpr int kPartialsFenceRoundTrips = 1, kArrivalRoundTrips = 1;
 // The group's last arrival adds the group's partials: per lane ceil(8 r / 4 / 32) = ceil(r / 16)
 // steps of 4 ranks of one row; a step loads slot 0 and slots 1 .. chunks - 1 in a loop unrolled
 // by 4 (predicated), so its independent loads go in ceil((chunks - 1) / 4) batches, one L2 round
 // trip each [ASSUMED: ptxas hoists a batch's loads above its adds, slot 0's with the first]; the
 // steps one after another (a loop of runtime trip count) [ASSUMED; low: overlapped]; then l's
-// 8-byte stores, which PublishUnit's membar.gl waits for: one more round trip. Issue per step:
-// chunks LDG + 4 (chunks - 1) FADD + 2 F2FP + 1 STG + ~10 index / loop = 5 chunks + 9.
+// 8-byte stores, which PublishBranchGroup's membar.gl waits for before its red.release on the
+// m-tile's BranchReadyWord (ready_flags.h): one more round trip. Issue per step: chunks LDG +
+// 4 (chunks - 1) FADD + 2 F2FP + 1 STG + ~10 index / loop = 5 chunks + 9.
 constexpr double kCombineInstrPerStepBase = 9, kCombineInstrPerStepPerChunk = 5;
 // act_smooth per 16-element block in the quantizer (SmoothedInput::Apply): 8 F2FP.BF16 (the
 // smoothed instances' SASS: +32 per 4 blocks in flight, NOTES.md), 16 FMUL, 16 bf16 -> f32 unpacks,
@@ -130,64 +134,148 @@ UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Predi
 }
 
 // Seconds one quantizer warp spends quantizing `rows` x `cols` (quantizer.cc: a DRAM round trip +
-// quant_depth blocks per lane per iteration) and, with the branch, down-projecting them.
-double UnitSeconds(const Hardware& hw_q, const Design& d, int rows, double cols, int rank,
-                   double down_iter) {
-  const double quant_iters = std::ceil(rows * cols / 16 / 32 / d.quant_depth);
-  const double down_iters =
-      rank > 0 ? std::ceil(cols / kDownColsPerIter) * std::ceil(rank / kDownRanksPerPass) : 0;
-  return quant_iters * internal::QuantIterSeconds(hw_q, d) + down_iters * down_iter;
+// quant_depth blocks per lane per iteration).
+double QuantSeconds(const Hardware& hw_q, const Design& d, int rows, double cols) {
+  return std::ceil(rows * cols / 16 / 32 / d.quant_depth) * internal::QuantIterSeconds(hw_q, d);
 }
 
-using UnitTime = std::function<double(int64_t group, int begin, int end)>;
+// Iterations of a branch unit's down-projection over `cols` columns at rank `rank`.
+double DownIters(double cols, int rank) {
+  return std::ceil(cols / kDownColsPerIter) * std::ceil(rank / kDownRanksPerPass);
+}
 
-// When each chunk of each m-tile is published (from the kernel's start; [m_tile * chunks + c]),
-// and every unit's time over the warps (busy). The quantizer warps claim the units in increasing
-// order from one counter (work_units.h), each the warp that frees first, and publish a unit its
-// time later; a chunk of an m-tile is published with the last of its groups' units.
-std::vector<double> Published(const UnitMap& u, int64_t warps, const UnitTime& seconds,
-                              double* busy) {
-  std::vector<double> published(static_cast<size_t>(u.m_tiles * u.chunks), -1e30);
-  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-  for (int64_t w = 0; w < warps; ++w) free_at.push(0);
-  const int64_t groups_per_m_tile = kernels::kWorkTileM / u.rows;
-  double total = 0;
-  for (int64_t i = 0, n = u.Count(); i < n; ++i) {
-    int64_t group;
-    int begin, end;
-    u.Decode(i, &group, &begin, &end);
-    const double t = seconds(group, begin, end);
-    total += t;
-    const double ready = free_at.top() + t;
-    free_at.pop();
-    free_at.push(ready);
-    const int64_t m_tile = group / groups_per_m_tile;
-    for (int c = begin; c < end; ++c) {
-      double& p = published[static_cast<size_t>(m_tile * u.chunks + c)];
-      p = std::max(p, ready);
+// A unit's time on its warp, in two parts: from its claim to its publish (the quantization), and
+// from its publish to its arrival on its group's counter (the branch's down-projection, the
+// partials' fence, the atomic; 0 in the plain op).
+struct UnitSplit {
+  double quant = 0, down = 0;
+};
+using UnitTime = std::function<UnitSplit(int begin, int end)>;  // a unit of chunks [begin, end)
+
+// The quantizer warps over the call, from the kernel's start.
+struct QuantSchedule {
+  std::vector<double> published;  // [m_tile * chunks + c]: chunk c of the m-tile published
+  std::vector<double> l_ready;    // [m_tile]: every group's l written (the branch's; else empty)
+  double busy = 0;                // every unit's time (and every combine) over the warps
+};
+
+// The units claimed in increasing order from one counter (work_units.h), each by the warp that
+// frees first; a unit publishes its chunks at its quantization's end (a chunk of an m-tile is
+// published with the last of its groups' units). With the branch (combine >= 0), the warp then
+// down-projects the unit and arrives on the group's counter: the group's last arrival (in time,
+// as the atomic orders them; the group's every unit one chunk) sums the partials and writes l,
+// `combine` more, and an m-tile's l is ready when its last group's is. A warp claims its next unit
+// only then. Simulated event by event in time order (one event a unit: its arrival, the plain
+// op's its end; one more a group's last arrival: its combine's end), so a unit learns whether it
+// is its group's last at its arrival, every unit claimed before then having its arrival time.
+QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seconds,
+                           double combine) {
+  const bool branch = combine >= 0;
+  QuantSchedule s;
+  s.published.assign(static_cast<size_t>(u.m_tiles * u.chunks), -1e30);
+  if (branch) s.l_ready.assign(static_cast<size_t>(u.m_tiles), -1e30);
+  // A unit's time depends on its chunks alone: [begin * (chunks + 1) + end].
+  const int stride = u.chunks + 1;
+  std::vector<UnitSplit> times(static_cast<size_t>(stride * stride));
+  for (int b = 0; b < u.chunks; ++b) {
+    for (int e = b + 1; e <= u.chunks; ++e) {
+      times[static_cast<size_t>(b * stride + e)] = seconds(b, e);
     }
   }
-  *busy = total / static_cast<double>(warps);
-  return published;
+  // A binary min-heap of events by (time, then FIFO), by hand: std::priority_queue's layers cost
+  // the unoptimized test build most of its time.
+  struct Event {
+    double t;
+    int64_t seq;   // FIFO among equal times
+    int64_t unit;  // the unit that arrives (the plain op's: ends); < 0: a combine ends
+  };
+  std::vector<Event> heap;
+  heap.reserve(static_cast<size_t>(warps));
+  auto before = [](const Event& x, const Event& y) {
+    return x.t < y.t || (x.t == y.t && x.seq < y.seq);
+  };
+  auto push = [&](const Event& e) {
+    size_t i = heap.size();
+    heap.push_back(e);
+    while (i > 0 && before(e, heap[(i - 1) / 2])) {
+      heap[i] = heap[(i - 1) / 2];
+      i = (i - 1) / 2;
+    }
+    heap[i] = e;
+  };
+  auto pop = [&]() {
+    const Event top = heap[0], last = heap.back();
+    heap.pop_back();
+    const size_t n = heap.size();
+    size_t i = 0;
+    while (n > 0) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
+      if (!before(heap[child], last)) break;
+      heap[i] = heap[child];
+      i = child;
+    }
+    if (n > 0) heap[i] = last;
+    return top;
+  };
+  int64_t seq = 0;
+  for (int64_t w = 0; w < warps; ++w) push({0, seq++, -1});
+  const int64_t groups_per_m_tile = kernels::kWorkTileM / u.rows;
+  std::vector<int> arrived(branch ? static_cast<size_t>(u.groups) : 0, 0);
+  double total = 0;
+  int64_t next = 0;
+  const int64_t count = u.Count();
+  while (!heap.empty()) {
+    const Event e = pop();
+    int64_t group;
+    int begin, end;
+    if (branch && e.unit >= 0) {
+      u.Decode(e.unit, &group, &begin, &end);
+      if (++arrived[static_cast<size_t>(group)] == u.chunks) {  // the group's last: combine
+        total += combine;
+        double& l = s.l_ready[static_cast<size_t>(group / groups_per_m_tile)];
+        l = std::max(l, e.t + combine);
+        push({e.t + combine, seq++, -1});
+        continue;
+      }
+    }
+    if (next == count) continue;  // the warp is free at e.t: it claims the next unit, if any
+    u.Decode(next, &group, &begin, &end);
+    const UnitSplit& t = times[static_cast<size_t>(begin * stride + end)];
+    total += t.quant + t.down;
+    const int64_t m_tile = group / groups_per_m_tile;
+    for (int c = begin; c < end; ++c) {
+      double& p = s.published[static_cast<size_t>(m_tile * u.chunks + c)];
+      p = std::max(p, e.t + t.quant);
+    }
+    push({e.t + t.quant + t.down, seq++, next});
+    ++next;
+  }
+  s.busy = total / static_cast<double>(warps);
+  return s;
 }
-
-struct Replay {
-  double stall = 0;         // the latest CTA's finish after the unstalled one's
-  double lateness = -1e30;  // the latest publication after its unstalled need
-};
 
 // The GEMM against the publications, per CTA: CTA b runs tiles b, b + grid, ... (the static
 // persistent schedule, m-tile-major), each tile's main loop reaching chunk c after the share of K
-// before it and waiting there until (its m-tile, c) is published; a wait delays the rest of that
-// CTA, and only the latest CTA's finish counts: a late chunk on a CTA with a tile less to run, or
-// early enough that the publications catch up, is hidden. Chunk 0 of the front m-tiles is the
-// start-up's ((c), in t0). The need of the lateness: the first tile of the m-tile, unstalled.
-Replay ReplayGemm(const UnitMap& u, const Prediction& pr, const std::vector<double>& published,
-                  double t0) {
-  Replay r;
+// before it and waiting there until (its m-tile, c) is published, and (l_ready not empty: the
+// branch's) reaching its last k-step (the load warp's last A stage, loader.cuh) after the share of
+// K before that and waiting there until its m-tile's l is ready; a wait delays the rest of that
+// CTA, and only the latest CTA's finish counts: a late chunk or l on a CTA with a tile less to
+// run, or early enough that the quantizer catches up, is hidden. A wait ends when the word is
+// written [ASSUMED: the TMA round trip of the stage the load warp issues only then is not
+// counted, for the chunks as for l]. Chunk 0 of the front m-tiles is the start-up's ((c), in t0).
+// The need of the lateness: the first tile of the m-tile, unstalled.
+ModelReplay ReplayGemm(const UnitMap& u, const Design& d, const Prediction& pr,
+                       const std::vector<double>& published, const std::vector<double>& l_ready,
+                       double t0) {
+  ModelReplay r;
+  const bool gate = !l_ready.empty();
   const double period = pr.tile_main + pr.epilogue_exposed_tile;
   std::vector<double> before(u.chunks + 1, 0);  // the main loop's share before chunk c
   for (int c = 0; c < u.chunks; ++c) before[c + 1] = before[c] + u.Cols(c, c + 1) / u.k;
+  // The main loop's share before its last k-step (k_blocks of bk columns).
+  const double last = static_cast<double>(pr.k_blocks - 1) * d.bk / u.k;
   auto ready = [&](int64_t m_tile, int c) {
     if (c == 0 && m_tile < u.front_m_tiles) return -1e30;
     return published[static_cast<size_t>(m_tile * u.chunks + c)];
@@ -198,9 +286,15 @@ Replay ReplayGemm(const UnitMap& u, const Prediction& pr, const std::vector<doub
     for (int64_t i = b; i < u.tiles; i += u.grid) {
       const int64_t m_tile = i / u.n_tiles;
       for (int c = 0; c < u.chunks; ++c) {
-        const double run = (before[c + 1] - before[c]) * pr.tile_main;
-        t = std::max(t, ready(m_tile, c)) + run;
-        t_free += run;
+        t = std::max(t, ready(m_tile, c));
+        if (gate && last >= before[c] && last < before[c + 1]) {
+          t += (last - before[c]) * pr.tile_main;
+          t = std::max(t, l_ready[static_cast<size_t>(m_tile)]);
+          t += (before[c + 1] - last) * pr.tile_main;
+        } else {
+          t += (before[c + 1] - before[c]) * pr.tile_main;
+        }
+        t_free += (before[c + 1] - before[c]) * pr.tile_main;
       }
       t += pr.epilogue_exposed_tile;
       t_free += pr.epilogue_exposed_tile;
@@ -211,9 +305,13 @@ Replay ReplayGemm(const UnitMap& u, const Prediction& pr, const std::vector<doub
   r.stall = std::max(0.0, finish - unstalled);
   for (int64_t mt = 0; mt < u.m_tiles; ++mt) {
     const double wave = std::floor(static_cast<double>(mt * u.n_tiles) / u.grid);
+    const double start = t0 + wave * period;
     for (int c = 0; c < u.chunks; ++c) {
-      const double need = t0 + wave * period + before[c] * pr.tile_main;
-      r.lateness = std::max(r.lateness, ready(mt, c) - need);
+      r.lateness = std::max(r.lateness, ready(mt, c) - (start + before[c] * pr.tile_main));
+    }
+    if (gate) {
+      r.l_lateness =
+          std::max(r.l_lateness, l_ready[static_cast<size_t>(mt)] - (start + last * pr.tile_main));
     }
   }
   return r;
@@ -290,14 +388,13 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   c.tensor = reading == OptionsReading::kLow ? std::max(0.0, c.tensor_serial - c.tensor_idle)
                                              : c.tensor_serial;
 
-  // A branch unit's time: quantize 8 rows x its chunk, down-project them (one L2 round trip per
-  // 32-column iteration, kDownInstrPerIter's comment), arrive (kArrivalRoundTrips, when K has
-  // more than one chunk); the group's last arrival then sums the partials and writes l
-  // (kCombineInstrPerStepBase's comment) before publishing its chunk. Modelled as its chunk
-  // chunks - 1 unit: every block is claimed chunk-major, so that unit is the group's last claimed,
-  // and it finishes last where no earlier-claimed unit of the group takes longer [ASSUMED: the
-  // chunks are of equal width, as at K = 7168; a shorter last chunk could arrive before another].
-  // `lat`: the L2 round trip the unit sees.
+  // A branch unit on its warp (producers.cuh QuantizerLoop): quantize 8 rows x its chunk and
+  // publish the chunk, as a plain unit does; then down-project them (one L2 round trip per
+  // 32-column iteration, kDownInstrPerIter's comment), fence the partials and arrive
+  // (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more than one chunk); the group's
+  // last arrival then sums the partials, writes l and counts it on its m-tile's word
+  // (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last. `lat`: the
+  // L2 round trip the down-projection sees.
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
   const double issue = (kDownInstrPerIter + (o.act_smooth ? kDownSmoothInstrPerIter : 0)) /
                        hw.quant_warp_ipc.value / clk;
@@ -307,63 +404,66 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const double combine_issue =
       steps * (kCombineInstrPerStepBase + kCombineInstrPerStepPerChunk * u.chunks) /
       hw.quant_warp_ipc.value / clk;
-  const int arrival_round_trips = u.chunks > 1 ? kArrivalRoundTrips : 0;
-  auto branch_base = [&](int begin, int end, double lat) {
-    return UnitSeconds(hw_q, d, kBranchUnitRows, u.Cols(begin, end), o.lora_rank, lat + issue) +
-           arrival_round_trips * lat;
-  };
+  const int tail_round_trips = kPartialsFenceRoundTrips + (u.chunks > 1 ? kArrivalRoundTrips : 0);
+  auto quant = [&](int rows, double cols) { return QuantSeconds(hw_q, d, rows, cols); };
   auto branch_unit = [&](int begin, int end, double lat) {
-    const double t = branch_base(begin, end, lat);
-    return end == u.chunks ? t + c.combine_round_trips * lat + combine_issue : t;
+    const double cols = u.Cols(begin, end);
+    return UnitSplit{quant(kBranchUnitRows, cols),
+                     DownIters(cols, o.lora_rank) * (lat + issue) + tail_round_trips * lat};
   };
-  c.down_iter_front_s = l2_lat + issue;  // front chunk 0: before the GEMM, the L2 unloaded
 
-  // (c) start-up: the first MMAs wait for chunk 0 of their m-tile; with the branch its units are
-  // 8 rows (the plain op's d.quant_rows_per_unit), each down-projected and counted before its
-  // publish.
+  // (c) start-up: the first MMAs wait for chunk 0 of their m-tile, published as soon as it is
+  // quantized, as in the plain op (the down-projections come after); what is left is that a
+  // branch unit has 8 rows (the plain op's d.quant_rows_per_unit: 4), so a front chunk-0 unit
+  // takes twice the quantizer iterations. Both latency-bound, the plain op's as Predict has it
+  // [ASSUMED: the extra iterations are not hidden by the quantizer's DRAM bandwidth bound].
   const int plain_rows = d.quant_rows_per_unit;
   const UnitMap u_plain = Units(hw, d, p, pr, plain_rows, /*chunk_units=*/false);
-  const double front0_plain = UnitSeconds(hw_q, d, plain_rows, u_plain.Cols(0, 1), 0, 0);
-  c.unit_front0_s = branch_unit(0, 1, l2_lat);
-  c.startup = std::max(0.0, c.unit_front0_s - front0_plain);
+  c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1));
+  c.quant_front0_s = quant(kBranchUnitRows, u.Cols(0, 1));
+  c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
 
-  // (e) keep-up: every unit claimed, timed and published (Published), the GEMM replayed per CTA
-  // against the publications (ReplayGemm), with and without the branch; the term is the critical
-  // CTA's extra stall, what the quantizer warps' lead does not hide.
+  // (e) keep-up: every unit claimed, timed, published and (the branch) down-projected and
+  // combined (RunQuantizer), the GEMM replayed per CTA against the publications and the m-tiles'
+  // l (ReplayGemm), with and without the branch; the term is the critical CTA's extra stall, what
+  // the quantizer warps' lead does not hide.
   const int64_t warps = u.grid * d.quant_warps;
-  double busy_plain = 0;
-  const std::vector<double> pub_plain = Published(
+  const QuantSchedule plain_schedule = RunQuantizer(
       u_plain, warps,
-      [&](int64_t, int begin, int end) {
-        return UnitSeconds(hw_q, d, plain_rows, u_plain.Cols(begin, end), 0, 0);
+      [&](int begin, int end) {
+        return UnitSplit{quant(plain_rows, u_plain.Cols(begin, end)), 0};
       },
-      &busy_plain);
-  const Replay plain = ReplayGemm(u_plain, pr, pub_plain, pr.t_startup);
+      /*combine=*/-1);
+  const ModelReplay plain = ReplayGemm(u_plain, d, pr, plain_schedule.published, {}, pr.t_startup);
   c.lateness_plain = plain.lateness;
   c.stall_plain = plain.stall;
+  c.chunks = u.chunks;
   const double t_fixed = c.t_plain + c.tensor + c.bytes_s + c.startup + c.smooth;
-  // The op's time when the later units' L2 accesses see the L2 at utilisation rho.
+  // The op's time when the down-projections' and the combines' L2 accesses see the L2 at
+  // utilisation rho (all of them beside the GEMM now, the front's chunk 0 too: it is published
+  // first).
   auto at_rho = [&](double rho) {
     const double lat = Loaded(hw, l2_lat, rho);
     c.down_iter_s = lat + issue;
-    c.unit_s = branch_base(0, 1, lat);
+    const UnitSplit unit = branch_unit(0, 1, lat);
+    c.unit_quant_s = unit.quant;
+    c.unit_down_s = unit.down;
     c.combine_s = c.combine_round_trips * lat + combine_issue;
-    const std::vector<double> pub = Published(
-        u, warps,
-        [&](int64_t group, int begin, int end) {
-          return group < u.front_groups && begin == 0 ? c.unit_front0_s
-                                                      : branch_unit(begin, end, lat);
-        },
-        &c.quant_busy_s);
-    const Replay opt = ReplayGemm(u, pr, pub, pr.t_startup + c.startup);
+    QuantSchedule s = RunQuantizer(
+        u, warps, [&](int begin, int end) { return branch_unit(begin, end, lat); }, c.combine_s);
+    c.quant_busy_s = s.busy;
+    const ModelReplay opt = ReplayGemm(u, d, pr, s.published, s.l_ready, pr.t_startup + c.startup);
+    c.published = std::move(s.published);
+    c.l_ready = std::move(s.l_ready);
     c.lateness_options = opt.lateness;
+    c.l_lateness = opt.l_lateness;
     c.stall_options = opt.stall;
     c.keepup = std::max(0.0, c.stall_options - c.stall_plain);
     return t_fixed + c.keepup;
   };
   // Their L2 utilisation [ASSUMED]: low, none; high, the main loop's with the branch's bytes (the
   // stage's rho, capped as Predict caps it); default, the call's SM-side L2 bytes over the options'
-  // own time (a later publication stretches the call and unloads the L2): the fixed point of
+  // own time (a later publication or l stretches the call and unloads the L2): the fixed point of
   // t = at_rho(bytes / (t x L2 bandwidth)), by bisection (at_rho grows with rho, rho falls with t).
   if (reading == OptionsReading::kLow) {
     c.t_options = at_rho(0);
@@ -380,6 +480,14 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     c.t_options = at_rho(rho_at(hi));
   }
   return c;
+}
+
+ModelReplay ModelGemmReplay(const Hardware& hw, const Design& d, const Problem& p,
+                            const std::vector<double>& published,
+                            const std::vector<double>& l_ready, double t0) {
+  const Prediction pr = Predict(hw, d, p);
+  const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows, /*chunk_units=*/true);
+  return ReplayGemm(u, d, pr, published, l_ready, t0);
 }
 
 std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,

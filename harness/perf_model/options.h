@@ -6,10 +6,13 @@
 // low-rank branch (kernels/device/lowrank.cuh). The branch's units are 8 rows x ONE k-chunk
 // (work_units.h WorkUnits<8, kChunkUnits>: the m-tiles in blocks of the first wave's count, each
 // block chunk-major as the front, chunk 0 of every group, then chunk 1, ...): the quantizer warp
-// that claimed a unit quantizes it, down-projects it (its chunk's partial sums lambda, stored to
-// slot = its chunk), arrives on its group's counter, and the group's last arrival adds the group's
-// partials and writes l = bf16(lambda) [M][r] before publishing its chunk; each consumer warp,
-// per finished warp tile, reads its rows' l and adds l @ lora_up^T before the epilogue.
+// that claimed a unit quantizes it and publishes its chunk, as a plain unit does (producers.cuh
+// QuantizerLoop), and only then down-projects it (its chunk's partial sums lambda, stored to
+// slot = its chunk) and arrives on its group's counter; the group's last arrival adds the group's
+// partials, writes l = bf16(lambda) [M][r] and counts the group on its m-tile's BranchReadyWord
+// (ready_flags.h). The load warp gates a tile's LAST A stage on that word reaching the m-tile's
+// groups (loader.cuh; every other stage waits for its chunk alone), and each consumer warp, per
+// finished warp tile, reads its rows' l and adds l @ lora_up^T before the epilogue.
 // PredictOptions: the op's time with the options, as the plain op's (Predict) plus one term per
 // effect, each stated in options.cc with its assumption:
 //   (a) tensor   the branch's bf16 MMAs (2 M K r + 2 M N r FLOP) on the tensor pipes the NVFP4
@@ -17,13 +20,14 @@
 //   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x re-read, the partials written
 //                and read once, l written and read per warp tile, lora_up) through Predict's own
 //                L2 / TMA-latency terms
-//   (c) start-up a front unit (8 rows x one k-chunk) quantized, down-projected and counted before
-//                its chunk is published: the first MMAs wait for it
+//   (c) start-up a front chunk-0 unit quantized (8 rows where the plain op's are 4) before its
+//                chunk is published: the first MMAs wait for it (no down-projection on that path)
 //   (d) smooth   act_smooth's instructions in the quantizer and its factor reads, through Predict's
 //                quantizer model
-//   (e) keep-up  every unit takes longer (8 rows, a chunk's down-projection, the arrival; the
-//                group's last, the partials' sum): the stall the later publications cause the
-//                critical CTA, replayed per CTA against the GEMM's consumption of the chunks
+//   (e) keep-up  every unit occupies its warp longer (8 rows, then its chunk's down-projection and
+//                the arrival; the group's last, the partials' sum and l), so later chunks are
+//                published later, and each tile's last stage waits for its m-tile's l: the stall
+//                both cause the critical CTA, replayed per CTA against the GEMM
 
 #include <cstdint>
 #include <string>
@@ -73,16 +77,22 @@ struct OptionsCost {
   double smooth = 0;         // (d)
   double keepup = 0;         // (e)
   // The inputs of (c) and (e).
-  double down_iter_front_s = 0;  // one down-projection iteration (32 columns), L2 unloaded
-  double down_iter_s = 0;        // the same during the main loop (L2 loaded)
-  double unit_front0_s = 0;     // a front chunk-0 unit: quantize + down-project + arrive (unloaded)
-  double unit_s = 0;            // a unit during the main loop (L2 loaded), one chunk
-  double combine_s = 0;         // what a group's last unit adds: its partials' sum, l, its fence
-  int combine_round_trips = 0;  //   in L2 round trips
-  double quant_busy_s = 0;      // every unit's time / the quantizer warps (3 per CTA)
-  // The latest publication after the GEMM's unstalled need of it (<= 0: none late), and the
-  // stall the late ones cause the critical CTA (the per-CTA replay, options.cc), plain and options.
-  double lateness_plain = 0, lateness_options = 0;
+  double quant_front0_s = 0;        // a front chunk-0 unit's quantization (8 rows): its publish
+  double quant_front0_plain_s = 0;  //   the plain op's (d.quant_rows_per_unit rows)
+  double down_iter_s = 0;           // one down-projection iteration (32 columns), L2 loaded
+  double unit_quant_s = 0;          // a unit (one chunk) from its claim to its publish
+  double unit_down_s = 0;           //   then to its arrival: down-projection, fence, atomic
+  double combine_s = 0;             // what a group's last arrival adds: partials' sum, l, fence
+  int combine_round_trips = 0;      //   in L2 round trips
+  double quant_busy_s = 0;          // every unit's (and combine's) time / the quantizer warps
+  // The branch's schedule (seconds from the kernel's start, the reading's final replay): chunk c
+  // of m-tile mt published at published[mt * chunks + c], the m-tile's l ready at l_ready[mt].
+  int chunks = 0;
+  std::vector<double> published, l_ready;
+  // The latest publication (and l) after the GEMM's unstalled need of it (<= 0: none late), and
+  // the stall the late ones cause the critical CTA (the per-CTA replay, options.cc), plain and
+  // options.
+  double lateness_plain = 0, lateness_options = 0, l_lateness = 0;
   double stall_plain = 0, stall_options = 0;
   double t_options = 0;
   double Cost() const { return t_options / t_plain - 1; }
@@ -108,6 +118,19 @@ struct ModelUnit {
 };
 std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,
                                       int rows, bool chunk_units);
+
+// The per-CTA replay of the GEMM behind (e) on the branch's grid and chunks: CTA b runs tiles
+// b, b + grid, ... from t0, each waiting at chunk c for published[m_tile * chunks + c] (chunk 0 of
+// the front m-tiles excepted: the start-up's) and, where l_ready is not empty, at its last k-step
+// for l_ready[m_tile]. stall: the latest CTA's finish after the latest unstalled one's; lateness /
+// l_lateness: the latest chunk / l after the unstalled need of its m-tile's first tile.
+struct ModelReplay {
+  double stall = 0;
+  double lateness = -1e30, l_lateness = -1e30;
+};
+ModelReplay ModelGemmReplay(const Hardware& hw, const Design& d, const Problem& p,
+                            const std::vector<double>& published,
+                            const std::vector<double>& l_ready, double t0);
 
 }  // namespace h3::perf_model
 

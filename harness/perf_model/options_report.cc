@@ -54,24 +54,26 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       c.bytes.act_write * 1e-6, c.bytes.act_read * 1e-6, c.bytes.lora_up * 1e-6,
       c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
   std::printf(
-      "    a unit (8 rows x one k-chunk): down-projection one L2 round trip per 32 columns "
-      "[ASSUMED], %.0f ns before the GEMM, %.0f ns beside it (low %.0f / %.0f ns); front chunk 0 "
-      "%.1f us, later %.1f us (quantize + down-project + arrive), the group's last + %.1f us (%d "
-      "round trips: partials' sum, l; low %d). Quantizer warps busy %.1f us each (low %.1f) of "
-      "the plain op's %.1f us; latest publication after its unstalled need: plain %+.1f us, with "
-      "the options %+.1f us; the critical CTA's stall: plain %.1f us, with the options %.1f us.\n",
-      c.down_iter_front_s * 1e9, c.down_iter_s * 1e9, lo.down_iter_front_s * 1e9,
-      lo.down_iter_s * 1e9, c.unit_front0_s * kUs, c.unit_s * kUs, c.combine_s * kUs,
+      "    a unit (8 rows x one k-chunk): quantized in %.1f us and published (front chunk 0: %.1f "
+      "us, the plain op's 4-row unit %.1f us: the start-up), then down-projected, its partials "
+      "fenced and its arrival counted in %.1f us (one L2 round trip per 32 columns [ASSUMED], "
+      "%.0f ns beside the GEMM; low %.0f ns); the group's last + %.1f us (%d round trips: "
+      "partials' sum, l; low %d). Quantizer warps busy %.1f us each (low %.1f) of the plain op's "
+      "%.1f us. Latest after its unstalled need: a chunk's publication, plain %+.1f us, with the "
+      "options %+.1f us; an m-tile's l (at its tiles' last stage) %+.1f us; the critical CTA's "
+      "stall: plain %.1f us, with the options %.1f us.\n",
+      c.unit_quant_s * kUs, c.quant_front0_s * kUs, c.quant_front0_plain_s * kUs,
+      c.unit_down_s * kUs, c.down_iter_s * 1e9, lo.down_iter_s * 1e9, c.combine_s * kUs,
       c.combine_round_trips, lo.combine_round_trips, c.quant_busy_s * kUs, lo.quant_busy_s * kUs,
-      c.t_plain * kUs, c.lateness_plain * kUs, c.lateness_options * kUs, c.stall_plain * kUs,
-      c.stall_options * kUs);
+      c.t_plain * kUs, c.lateness_plain * kUs, c.lateness_options * kUs, c.l_lateness * kUs,
+      c.stall_plain * kUs, c.stall_options * kUs);
   std::printf(
       "  (low / high: every unmeasured input of the options at its favourable / unfavourable end: "
       "the bf16 rate, the tensor term serial or filling idle time, the L2 latency loaded or not, x "
       "from L2 or DRAM, the partials' sum's steps overlapped or not, act_smooth's instructions; "
       "keep-up: the critical CTA's stall in a per-CTA replay of the GEMM against the units' "
-      "publications; w/o (c),(e): tensor + bytes + smooth alone, what a down-projection off the "
-      "quantizer's critical path would leave)\n");
+      "publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth alone, what a "
+      "down-projection off the quantizer warps would leave)\n");
 }
 
 }  // namespace h3::perf_model

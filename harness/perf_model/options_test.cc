@@ -1,7 +1,8 @@
 // Issue 30's options in the model (options.h): the branch's bytes and FLOPs against hand
 // arithmetic, the unit order against the kernel's, the terms' sum, monotone in the rank,
-// act_smooth alone, the readings' order, the keep-up term's response to the L2 latency, the script
-// line's format.
+// act_smooth alone, the readings' order, a unit's time and the schedule by hand (chunks published
+// before the down-projection, l after), the GEMM replay by hand (l waited for at the last stage),
+// the keep-up term's response to the L2 latency, the script line's format.
 
 #include "harness/perf_model/options.h"
 
@@ -157,61 +158,149 @@ TEST(OptionsTest, Bf16Rates) {
 }
 
 // (e): the plain op's rows are never late at M = 4096; the branch's are, and later the longer the
-// down-projection's L2 round trips.
+// down-projection's L2 round trips. (c) has no down-projection in it any more: the chunk is
+// published before the down-projection, so the start-up is the L2 latency's no matter what.
 TEST(OptionsTest, KeepUpFollowsTheDownProjectionLatency) {
   const Hardware hw = Rtx5090();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
   EXPECT_LE(c.lateness_plain, 0);
   EXPECT_GT(c.lateness_options, 0);
+  EXPECT_GT(c.l_lateness, 0);
   EXPECT_GT(c.keepup, 0);
   Hardware slow = hw;
   slow.l2_latency_s.value *= 2;
   const OptionsCost s = PredictOptions(slow, CurrentDesign(), AtM(4096), {32, true});
   EXPECT_GT(s.down_iter_s, c.down_iter_s);
   EXPECT_GT(s.keepup, c.keepup);
-  // One chunk of a front unit (32 iterations of 32 columns) before the GEMM: the start-up term is
-  // at least the down-projection's round trips.
-  EXPECT_GE(c.startup, 32 * c.down_iter_front_s);
+  EXPECT_EQ(s.startup, c.startup);
+  EXPECT_EQ(s.quant_front0_s, c.quant_front0_s);
+  // Less than a few down-projection iterations: none of the unit's 32 is in it.
+  EXPECT_LT(c.startup, 8 * c.down_iter_s);
 }
 
 // A unit's time by hand (5090, r = 32 + smooth, default reading): 8 x 1024 elements quantized in
 // ceil(8192 / 16 / 32 / 4) = 4 iterations of a DRAM round trip + 4 blocks x (230 + 44) instructions
-// at IPC 0.5; 32 down-projection iterations (one loaded L2 round trip + 17 + 22 instructions each);
-// the arrival's atomic (one round trip). The group's last: ceil(32 / 16) = 2 steps x ceil(6 / 4) =
-// 2 batches + l's fence = 5 round trips (low: the steps overlapped, 3), + 2 x (9 + 5 x 7)
-// instructions.
+// at IPC 0.5, then published; then 32 down-projection iterations (one loaded L2 round trip + 17 +
+// 22 instructions each), the partials' fence and the arrival's atomic (one round trip each). The
+// group's last: ceil(32 / 16) = 2 steps x ceil(6 / 4) = 2 batches + l's fence = 5 round trips
+// (low: the steps overlapped, 3), + 2 x (9 + 5 x 7) instructions. The start-up: a front chunk-0
+// unit's 4 quantizer iterations against the plain op's 4-row unit's 2.
 TEST(OptionsTest, UnitTimeByHand) {
   const Hardware hw = Rtx5090();
   const double clk = hw.ClockHz();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
   const double issue = 39 / 0.5 / clk, lat = c.down_iter_s - issue;
+  EXPECT_GT(lat, hw.l2_latency_s.value);  // loaded
   const double quant_iter = hw.dram_latency_s.value + 4 * (230 + 44) / 0.5 / clk;
   EXPECT_EQ(hw.quant_instr_per_block.value, 230);
   EXPECT_EQ(hw.quant_warp_ipc.value, 0.5);
-  EXPECT_NEAR(c.unit_s, 4 * quant_iter + 32 * c.down_iter_s + lat, 1e-12);
+  EXPECT_NEAR(c.unit_quant_s, 4 * quant_iter, 1e-12);
+  EXPECT_NEAR(c.unit_down_s, 32 * c.down_iter_s + 2 * lat, 1e-12);
   EXPECT_EQ(c.combine_round_trips, 5);
   EXPECT_NEAR(c.combine_s, 5 * lat + 2 * (9 + 5 * 7) / 0.5 / clk, 1e-12);
   EXPECT_EQ(PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kLow)
                 .combine_round_trips,
             3);
-  // Front chunk 0, before the GEMM: the same at the unloaded L2 latency.
-  const double lat0 = hw.l2_latency_s.value;
-  EXPECT_NEAR(c.unit_front0_s, 4 * quant_iter + 32 * (lat0 + issue) + lat0, 1e-12);
-  // 3 quantizer warps on each of the 170 CTAs share 512 x 7 units, 512 of them the group's last.
-  EXPECT_NEAR(c.quant_busy_s * 510,
-              144 * c.unit_front0_s + (3584 - 144) * c.unit_s + 512 * c.combine_s, 1e-9);
+  EXPECT_NEAR(c.quant_front0_s, 4 * quant_iter, 1e-12);
+  EXPECT_NEAR(c.quant_front0_plain_s, 2 * quant_iter, 1e-12);
+  EXPECT_NEAR(c.startup, 2 * quant_iter, 1e-12);
+  // 3 quantizer warps on each of the 170 CTAs share 512 x 7 units, 512 of them a group's last.
+  EXPECT_NEAR(c.quant_busy_s * 510, 3584 * (c.unit_quant_s + c.unit_down_s) + 512 * c.combine_s,
+              1e-9);
 }
 
-// (e) charges the critical CTA's stall, not the latest publication: on the RTX PRO 6000 the latest
-// chunk (front m-tile 8's chunk 4, 8.3 us after its unstalled need) is late on CTAs 168 .. 187,
-// which run a tile less (3 of the 672 tiles), and only the front's chunk 1 (6.1 us, every CTA)
-// reaches the critical CTAs.
+// The schedule by hand (5090, M = 4096, r = 32 + smooth): the 510 warps claim units 0 .. 509 at
+// once (the front's chunks 0, 1, 2 of its 144 groups and chunk 3 of groups 0 .. 77, i.e. m-tiles
+// 0 .. 3 and part of 4) and publish them one quantization later, before any down-projection;
+// they claim the front's other 498 units when those end (q + d: no group's last among the first
+// 510), publish them at 2q + d and arrive at 2q + 2d, the group's last then writing l: the front
+// m-tiles' l at 2q + 2d + combine. An m-tile's l is never ready before its last chunk's
+// publication + a down-projection + a combine.
+TEST(OptionsTest, ChunksPublishedBeforeTheDownProjection) {
+  const OptionsCost c = PredictOptions(Rtx5090(), CurrentDesign(), AtM(4096), {32, true});
+  ASSERT_EQ(c.chunks, 7);
+  ASSERT_EQ(c.published.size(), 32u * 7);
+  ASSERT_EQ(c.l_ready.size(), 32u);
+  const double q = c.unit_quant_s, d = c.unit_down_s;
+  auto pub = [&](int mt, int ch) { return c.published[static_cast<size_t>(mt * 7 + ch)]; };
+  for (int mt = 0; mt < 9; ++mt) {
+    SCOPED_TRACE(mt);
+    for (int ch = 0; ch < 3; ++ch) EXPECT_NEAR(pub(mt, ch), q, 1e-12) << "chunk " << ch;
+    EXPECT_NEAR(pub(mt, 3), mt < 4 ? q : 2 * q + d, 1e-12);
+    for (int ch = 4; ch < 7; ++ch) EXPECT_NEAR(pub(mt, ch), 2 * q + d, 1e-12) << "chunk " << ch;
+    EXPECT_NEAR(c.l_ready[static_cast<size_t>(mt)], 2 * q + 2 * d + c.combine_s, 1e-12);
+  }
+  for (int mt = 0; mt < 32; ++mt) {
+    double last = 0;
+    for (int ch = 0; ch < 7; ++ch) last = std::max(last, pub(mt, ch));
+    EXPECT_GE(c.l_ready[static_cast<size_t>(mt)], last + d + c.combine_s - 1e-12) << mt;
+  }
+}
+
+// The replay (e) charges, by hand on the 5090's grid at M = 4096 (170 CTAs, 672 tiles m-tile-major
+// over 21 n-tiles: CTAs 0 .. 161 run 4 tiles, 162 .. 169 three; 56 k-steps of 128, 7 chunks of
+// 1024): a tile waits for its m-tile's l at its LAST k-step, 55/56 of its main loop (not at its
+// last chunk, 6/7, nor after it); a CTA's waits delay the rest of it, so the stall is the latest
+// wait, not a sum; a late chunk on a CTA with a tile less is hidden.
+TEST(OptionsTest, GemmReplayByHand) {
+  const Hardware hw = Rtx5090();
+  const Design d = CurrentDesign();
+  ASSERT_EQ(d.bk, 128);
+  const Prediction pr = Predict(hw, d, AtM(4096));
+  ASSERT_EQ(pr.k_blocks, 56);
+  ASSERT_EQ(pr.tiles, 672);
+  const double main = pr.tile_main, us = 1e-6;
+  const std::vector<double> never(32 * 7, -1e30), no_l(32, -1e30);
+  auto replay = [&](const std::vector<double>& published, const std::vector<double>& l_ready) {
+    return ModelGemmReplay(hw, d, AtM(4096), published, l_ready, /*t0=*/0);
+  };
+  EXPECT_EQ(replay(never, no_l).stall, 0);
+  EXPECT_EQ(replay(never, {}).stall, 0);
+  // m-tile 0's l, just before / after its first tiles' last stage (CTAs 0 .. 20, 4 tiles each).
+  std::vector<double> l = no_l;
+  l[0] = 55.0 / 56 * main - 1 * us;
+  EXPECT_EQ(replay(never, l).stall, 0);
+  l[0] = 55.0 / 56 * main + 1 * us;
+  EXPECT_NEAR(replay(never, l).stall, 1 * us, 1e-12);
+  EXPECT_NEAR(replay(never, l).l_lateness, 1 * us, 1e-12);
+  EXPECT_EQ(replay(never, {}).stall, 0);  // the plain op's replay has no l to wait for
+  // Its chunk 3 also 2 us late: the CTA is 2 us behind when it reaches its last stage, 1 us past
+  // l: 2 us, not 3.
+  std::vector<double> pub = never;
+  pub[0 * 7 + 3] = 3.0 / 7 * main + 2 * us;
+  EXPECT_NEAR(replay(pub, l).stall, 2 * us, 1e-12);
+  EXPECT_NEAR(replay(pub, l).lateness, 2 * us, 1e-12);
+  // Front m-tile 8's chunk 4, 10 us after tile 168 (CTA 168, three tiles) needs it: its other
+  // tiles (170 .. 188, CTAs 0 .. 18) start a period later. Late, hidden.
+  pub = never;
+  pub[8 * 7 + 4] = 4.0 / 7 * main + 10 * us;
+  EXPECT_NEAR(replay(pub, no_l).lateness, 10 * us, 1e-12);
+  EXPECT_EQ(replay(pub, no_l).stall, 0);
+  // Chunk 0 of the front m-tiles is the start-up's: never waited for here.
+  pub = never;
+  pub[0] = 1;
+  EXPECT_EQ(replay(pub, no_l).stall, 0);
+}
+
+// (e) charges the critical CTA's stall, not the latest chunk or l: on the RTX PRO 6000 the latest
+// chunk (front m-tile 8's chunk 3, 6.1 us after its unstalled need) is late on CTAs 168 .. 187,
+// which run a tile less (3 of the 672 tiles), and only an l 1.5 us late (wave 1's) reaches the
+// critical CTAs. The 5090's stall is its l's: the chunks alone stall it less. The term is the
+// replay of the reading's own schedule.
 TEST(OptionsTest, KeepUpChargesOnlyTheCriticalStall) {
   for (const Hardware& hw : {Rtx5090(), RtxPro6000()}) {
     const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
     EXPECT_EQ(c.stall_plain, 0) << hw.name;
     EXPECT_NEAR(c.keepup, c.stall_options, 1e-15) << hw.name;
-    EXPECT_LE(c.stall_options, c.lateness_options + 1e-12) << hw.name;
+    EXPECT_LE(c.stall_options, std::max(c.lateness_options, c.l_lateness) + 1e-12) << hw.name;
+    const double t0 = Predict(hw, CurrentDesign(), AtM(4096)).t_startup + c.startup;
+    const ModelReplay r =
+        ModelGemmReplay(hw, CurrentDesign(), AtM(4096), c.published, c.l_ready, t0);
+    EXPECT_NEAR(r.stall, c.stall_options, 1e-12) << hw.name;
+    EXPECT_NEAR(r.l_lateness, c.l_lateness, 1e-12) << hw.name;
+    const ModelReplay chunks_only =
+        ModelGemmReplay(hw, CurrentDesign(), AtM(4096), c.published, {}, t0);
+    EXPECT_LT(chunks_only.stall, c.stall_options - 1e-6) << hw.name;
   }
   const OptionsCost w = PredictOptions(RtxPro6000(), CurrentDesign(), AtM(4096), {32, true});
   EXPECT_LT(w.stall_options, w.lateness_options - 1e-6);
@@ -220,6 +309,7 @@ TEST(OptionsTest, KeepUpChargesOnlyTheCriticalStall) {
   fast.l2_latency_s = {1e-9, "test"};
   const OptionsCost f = PredictOptions(fast, CurrentDesign(), AtM(4096), {32, true});
   EXPECT_LT(f.quant_busy_s, 0.5 * f.t_plain);
+  EXPECT_LT(f.l_lateness, 0);
   EXPECT_EQ(f.keepup, 0);
 }
 
