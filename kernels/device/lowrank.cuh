@@ -4,22 +4,24 @@
 // The low-rank branch of docs/contract.md section 13 in the fused kernel (a Variant with
 // kBranch, variant.cuh), in two halves that meet in global memory:
 //   down-projection  the quantizer warp that claimed a unit (work_units.h: kBranchUnitRows = 8
-//                    rows x one k-chunk, kChunkUnits), right after quantizing it and before
-//                    publishing it: the unit's partial sums lambda[row][j] over its chunk, by bf16
-//                    mma.sync m16n8k16 with lora_down as A (16 of the r columns) and x' as B (the
-//                    unit's 8 rows: every MMA row and column used), x' section 12's, smoothed in
-//                    registers like the quantizer's; stored to p.lora_partial[chunk]. The group's
+//                    rows x one k-chunk, kChunkUnits), right after quantizing and publishing it
+//                    (the GEMM needs only the codes): the unit's partial sums lambda[row][j] over
+//                    its chunk, by bf16 mma.sync m16n8k16 with lora_down as A (16 of the r
+//                    columns) and x' as B (the unit's 8 rows: every MMA row and column used), x'
+//                    section 12's, smoothed in registers like the quantizer's; stored to
+//                    p.lora_partial[chunk]. The group's
 //                    last unit to arrive (its counter, ready_flags.h) adds the group's partials in
 //                    chunk order and writes l = bf16(lambda) to p.lora_act, once per row.
 //   up-projection    each consumer warp, per finished warp tile, before the epilogue: its rows' l
 //                    and v = o + l @ lora_up^T by mma.sync with C = o = acc (x) alpha; the
 //                    epilogue then runs on v with alpha 1 (AccAsIs: v is not rescaled).
-// Ordering: l is written before its writer publishes its chunk, and the tile's loads wait for
-// every chunk, so the consumer sees l through the chain: every lane's stores, its membar.gl and
-// the warp's __syncwarp (PublishUnit) -> one lane's red.release.gpu per chunk (the units' reds on
-// a flag form its release sequence) -> the load warp's ld.acquire.gpu -> the stage's mbarrier
-// arrive (release.cta) -> the consumer's wait (acquire.cta). l of rows beyond M is never written
-// nor read. No atomics in the sums: the additions' order is fixed (chunk order), so the result
+// Ordering: the writer of a group's l then counts the group on its m-tile's l-ready word, and the
+// load warp issues the tile's last A stage only once that word is complete, so the consumer sees
+// l through the chain: every lane's stores, its membar.gl and the warp's __syncwarp
+// (PublishBranchGroup) -> one lane's red.release.gpu (the groups' reds on the word form its
+// release sequence) -> the load warp's ld.acquire.gpu -> the last stage's mbarrier arrive
+// (release.cta) -> the consumer's wait (acquire.cta). l of rows beyond M is never written nor
+// read. No atomics in the sums: the additions' order is fixed (chunk order), so the result
 // does not depend on which unit arrives last, the grid or the timing.
 
 #include <cstdint>
