@@ -571,12 +571,13 @@ TEST(OutProjTest, ReusedFlagsLeftZero) {
 TEST(OutProjTest, ReadyFlagBytes) {
   const auto up16 = [](int64_t b) { return (b + 15) / 16 * 16; };
   EXPECT_EQ(OutProjReadyFlagBytes(0), 128);  // the claim counter's own 128-byte line
-  // + 8 k-chunk flags of one m-tile + the branch's counter of one 8-row group, to 16 bytes
-  EXPECT_EQ(OutProjReadyFlagBytes(1), up16(128 + 32 + 4));
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 128 + 4 * 32 + 64 * 4);
-  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), up16(128 + 5 * 32 + 65 * 4));
+  // + per m-tile 8 k-chunk flags and the branch's l-ready word, + the branch's counter per 8-row
+  // group (ready_flags.h), to 16 bytes
+  EXPECT_EQ(OutProjReadyFlagBytes(1), up16(128 + 32 + 4 + 4));
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4), 128 + 4 * (32 + 4) + 64 * 4);
+  EXPECT_EQ(OutProjReadyFlagBytes(128 * 4 + 1), up16(128 + 5 * (32 + 4) + 65 * 4));
   EXPECT_EQ(OutProjReadyFlagBytes(kOutProjMaxM),
-            up16(128 + ((kOutProjMaxM + 127) / 128) * 32 + ((kOutProjMaxM + 7) / 8) * 4));
+            up16(128 + ((kOutProjMaxM + 127) / 128) * (32 + 4) + ((kOutProjMaxM + 7) / 8) * 4));
 }
 
 }  // namespace

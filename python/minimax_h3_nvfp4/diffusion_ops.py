@@ -254,6 +254,14 @@ if _torch is not None:
     from . import _eager
     from . import _torch_op
 
+    # The tile table now rather than at the first call: torch.compile traces that call and cannot
+    # trace the ctypes calls that read the table (a process's first call, compiled with
+    # fullgraph=True, would fail).
+    try:
+        _native.tiles()
+    except (ImportError, OSError):
+        pass  # no usable library: the first call raises why
+
 
 
 def _t_check(name, t, device, shape_hint=""):

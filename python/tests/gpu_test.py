@@ -399,6 +399,25 @@ class CompileTest(unittest.TestCase):
             self.skipTest("triton is not installed (inductor needs it)")
         self.check_backend("inductor")
 
+    def test_first_call_compiled(self):
+        # A fresh process whose first call of the op is compiled with fullgraph=True: nothing
+        # before it read the library's tables, which torch.compile cannot trace (ctypes).
+        code = "\n".join([
+            "import torch, minimax_h3_nvfp4",
+            "g = torch.Generator().manual_seed(5)",
+            "w = (torch.randn(256, 512, generator=g) / 16).to(torch.bfloat16).cuda()",
+            "x = torch.randn(64, 512, generator=g).to(torch.bfloat16).cuda()",
+            "res = torch.randn(64, 256, generator=g).to(torch.bfloat16).cuda()",
+            "gate = torch.randn(9, 256, generator=g).to(torch.bfloat16).cuda()",
+            "idx = torch.randint(0, 9, (64,), generator=g, dtype=torch.int32).cuda()",
+            "mod = minimax_h3_nvfp4.MiniMaxH3NVFP4OutProj(w, calibration_sample=x)",
+            "got = torch.compile(mod, fullgraph=True, backend='aot_eager')(x, res, gate, idx)",
+            "assert torch.equal(got.view(torch.int16), mod(x, res, gate, idx).view(torch.int16))",
+        ])
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+
     def test_module_fullgraph(self):
         lin = torch.nn.Linear(7168, 5376, bias=False, dtype=torch.bfloat16, device=DEV)
         sample = torch.randn(64, 7168, dtype=torch.bfloat16, device=DEV)
