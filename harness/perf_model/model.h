@@ -234,6 +234,13 @@ struct Problem {
   double Flop() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
 
+// The MiniMax-H3 problem at m rows.
+inline Problem AtM(int64_t m) {
+  Problem p;
+  p.m = m;
+  return p;
+}
+
 // ---- What Predict returns. ----
 
 struct Feasibility {

@@ -11,12 +11,6 @@
 namespace h3::perf_model {
 namespace {
 
-Problem AtM(int64_t m) {
-  Problem p;
-  p.m = m;
-  return p;
-}
-
 const Design& Named(const std::string& name) {
   const Design* d = FindDesign(name);
   EXPECT_NE(d, nullptr) << name;

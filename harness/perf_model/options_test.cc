@@ -21,12 +21,6 @@
 namespace h3::perf_model {
 namespace {
 
-Problem AtM(int64_t m) {
-  Problem p;
-  p.m = m;
-  return p;
-}
-
 double Cost(const Hardware& hw, int64_t m, Options o, OptionsReading r = OptionsReading::kDefault) {
   return PredictOptions(hw, CurrentDesign(), AtM(m), o, r).Cost();
 }

@@ -16,12 +16,6 @@
 namespace h3::perf_model {
 namespace {
 
-Problem AtM(int64_t m) {
-  Problem p;
-  p.m = m;
-  return p;
-}
-
 // The design's own tile as a GEMM alone (no quantizer, bf16 D stored, groups in step).
 Design OwnGemm(const Design& d) {
   Design g = d;

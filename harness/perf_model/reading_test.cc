@@ -14,12 +14,6 @@
 namespace h3::perf_model {
 namespace {
 
-Problem AtM(int64_t m) {
-  Problem p;
-  p.m = m;
-  return p;
-}
-
 // The fused op does the same-shape GEMM and more: its figure never exceeds the GEMM's, and the
 // clamp says when it binds.
 TEST(ReadingTest, FusedNeverExceedsTheSameShapeGemm) {
