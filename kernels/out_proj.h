@@ -54,8 +54,8 @@ enum class Sm90Emulation { kFaithful, kFast };
 // at least OutProjReadyFlagBytes(m) bytes, 16-byte aligned; its contents on entry do not matter
 // - the op zeroes it on the stream - unless ready_flags_zeroed says they are zero already),
 // act_smooth (contract section 12), lora_down with lora_up (section 13; r = lora_down's rows in
-// {16, 32, 48, 64}; the op allocates the branch's partial sums, NumChunks(k) * m * r floats, in
-// the same stream-ordered workspace as the ready flags).
+// {16, 32, 48, 64}; the op allocates the branch's partial sums, NumChunks(k) * m * r floats, and
+// l, m * r bf16, in the same stream-ordered workspace as the ready flags).
 struct OutProjArgs : OperandSet {
   // True: ready_flags is all zero where this call's kernel starts, and the op skips its
   // cudaMemsetAsync (one stream operation fewer; 1.4 us of host time on the H200's host). Every

@@ -93,21 +93,18 @@ INSTANTIATE_TEST_SUITE_P(
             // Exact data, zero factors: v = o exactly, so out stays bit-exact.
             BranchCase{"exact_zero_r32", 300, 256, 1024, DataKind::kExact, SmoothPattern::kNone,
                        32},
-            BranchCase{"gauss_r16", 129, 384, 1024, DataKind::kGaussian, SmoothPattern::kNone,
-                       16},
+            BranchCase{"gauss_r16", 129, 384, 1024, DataKind::kGaussian, SmoothPattern::kNone, 16},
             // K = 256: one chunk, so each unit writes its group's l itself (no counter).
             BranchCase{"gauss_one_chunk_r16", 77, 256, 256, DataKind::kGaussian,
                        SmoothPattern::kLogNormal, 16},
-            BranchCase{"gauss_r32", 1000, 384, 2048, DataKind::kGaussian, SmoothPattern::kNone,
-                       32},
+            BranchCase{"gauss_r32", 1000, 384, 2048, DataKind::kGaussian, SmoothPattern::kNone, 32},
             BranchCase{"heavy_smooth_r32", 259, 256, 7168, DataKind::kHeavyTail,
                        SmoothPattern::kLogNormal, 32},
-            BranchCase{"gauss_r48", 257, 640, 2304, DataKind::kGaussian, SmoothPattern::kNone,
-                       48},
+            BranchCase{"gauss_r48", 257, 640, 2304, DataKind::kGaussian, SmoothPattern::kNone, 48},
             BranchCase{"special_extreme_r64", 130, 256, 512, DataKind::kSpecial,
                        SmoothPattern::kExtreme, 64},
-            // More tiles than SMs: CTAs run a second tile (the back m-tiles' groups: their
-            // chunks as consecutive units).
+            // More tiles than SMs: CTAs run a second tile (the back m-tiles, quantized as the
+            // front in blocks of its size).
             BranchCase{"gauss_two_tiles_per_cta_r32", 8955, 384, 512, DataKind::kGaussian,
                        SmoothPattern::kLogNormal, 32}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
@@ -118,8 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // The partial sums are written and summed in a fixed order (chunk order, whichever unit of a
-// group arrives last and sums them): two runs give the same bits. Between them another problem of the same size runs, so the stream-ordered pool hands the
-// second run a workspace holding other partials: a slot read before it is written would show.
+// group arrives last and sums them): two runs give the same bits. Between them another problem of
+// the same size runs, so the stream-ordered pool hands the second run a workspace holding other
+// partials: a slot read before it is written would show.
 TEST(OutProjBranchTest, Deterministic) {
   H3_SKIP_WITHOUT_GPU();
   absl::StatusOr<Problem> p =
@@ -143,6 +141,62 @@ TEST(OutProjBranchTest, Deterministic) {
   absl::StatusOr<testbed::RunResult> second = testbed::DownloadResult(*d, o, rows);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(first->out, second->out);
+}
+
+// The branch's words of a flag buffer (ready_flags.h: per-group counters, per-m-tile l-ready
+// counts, placed by M) shared by calls of other M and by a plain call: after a first call clears
+// the garbage, calls without the memset leave the buffer all zero and each gives the contract's
+// result, on every config and both sm_90 emulations.
+TEST(OutProjBranchTest, ReusedFlagsLeftZero) {
+  H3_SKIP_WITHOUT_GPU();
+  absl::StatusOr<Problem> p1 =
+      MakeProblem(300, 256, 1024, DataKind::kGaussian, SmoothPattern::kLogNormal, 32, 41);
+  absl::StatusOr<Problem> p2 =
+      MakeProblem(33, 256, 1024, DataKind::kGaussian, SmoothPattern::kNone, 16, 42);
+  absl::StatusOr<Problem> p3 =
+      MakeProblem(150, 256, 1024, DataKind::kExact, SmoothPattern::kNone, 0, 43);  // plain
+  ASSERT_TRUE(p1.ok() && p2.ok() && p3.ok());
+  std::vector<absl::StatusOr<DeviceProblem>> d;
+  for (const Problem* p : {&*p1, &*p2, &*p3}) {
+    d.push_back(testbed::UploadProblem(testbed::InputsOf(*p)));
+  }
+  for (const auto& x : d) ASSERT_TRUE(x.ok()) << x.status();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  testbed::DeviceBuffer<uint8_t> flags;
+  ASSERT_TRUE(flags.Alloc(OutProjReadyFlagBytes(p1->shape.m)).ok());
+  for (Sm90Emulation emu : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    for (OutProjTile tile : out_proj_test::EveryTile()) {
+      if (emu == Sm90Emulation::kFast && tile != OutProjTile::kAuto) continue;  // one tile
+      SCOPED_TRACE(out_proj_test::ParamSuffix(emu, tile));
+      ASSERT_TRUE(flags.Fill(0xA5).ok());
+      for (auto& x : d) ASSERT_TRUE(testbed::Poison(*x).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fills ran on the legacy stream
+      RunOptions o;
+      o.sm90_emulation = emu;
+      o.tile = tile;
+      std::vector<OutProjArgs> a;
+      for (const auto& x : d) {
+        a.push_back(testbed::ArgsFor(*x, o));
+        a.back().ready_flags = Operand::Of(flags.get(), {static_cast<int64_t>(flags.count())});
+      }
+      ASSERT_TRUE(MinimaxH3Nvfp4OutProj(a[0], s).ok());  // zeroes the garbage
+      for (OutProjArgs& x : a) x.ready_flags_zeroed = true;
+      for (int rep = 0; rep < 2; ++rep) {
+        for (const OutProjArgs& x : {a[1], a[2], a[0]}) {
+          ASSERT_TRUE(MinimaxH3Nvfp4OutProj(x, s).ok());
+        }
+      }
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      absl::StatusOr<std::vector<uint8_t>> host = flags.Download();
+      ASSERT_TRUE(host.ok()) << host.status();
+      EXPECT_EQ(*host, std::vector<uint8_t>(flags.count(), 0)) << "after the calls";
+      ExpectMatchesEmulator(*p1, *d[0], o, false);
+      ExpectMatchesEmulator(*p2, *d[1], o, false);
+      ExpectMatchesEmulator(*p3, *d[2], o, true);
+    }
+  }
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 #define H3_KERNELS_LOADER_CUH_
 
 // Producer warp 0 of the fused kernel: the TMA / bulk loads that fill the rings (rings.cuh), each
-// A stage after its k-chunk is quantized (ready_flags.h).
+// A stage after its k-chunk is quantized, and with the low-rank branch a tile's last A stage after
+// its m-tile's l is written (ready_flags.h).
 
 #include <cuda.h>
 
@@ -110,8 +111,8 @@ struct Loader {
   }
 
   // One A stage (lockstep: the whole stage) if its k-chunk is quantized (ready_flags.h; each
-  // (m-tile, chunk) is checked until complete once, by the first tile of this CTA that needs it)
-  // and its slot is free.
+  // (m-tile, chunk) is checked until complete once, by the first tile of this CTA that needs it),
+  // with the branch a tile's last stage also once its m-tile's l is written, and its slot is free.
   __device__ __forceinline__ RingState TryA() {
     if (!a.sched.Valid()) return RingState::kDone;
     const int mt = a.sched.mt, nt = a.sched.nt;

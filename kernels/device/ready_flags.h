@@ -4,8 +4,9 @@
 // The ready-flag protocol of the fused kernel, whole: how the quantizer warps tell the TMA load
 // warps (of any CTA) that an m-tile of act_q/act_sf is complete.
 //
-// Buffer ("ready flags"): ReadyFlagWords(m, BM) uint32 words of global memory per call, all
-// zero when the kernel starts: zeroed by the host API on the launch's stream right before the
+// Buffer ("ready flags"): ReadyFlagWords(m, BM) + BranchWords(m, BM) uint32 words of global
+// memory per call (the second part used by the low-rank branch's instances alone), all zero when
+// the kernel starts: zeroed by the host API on the launch's stream right before the
 // launch (out_proj.cc), or left zero by the previous call's kernel on that stream (ResetAtExit;
 // out_proj.h ready_flags_zeroed). Calls never share one at the same time, and any call can be
 // captured into a CUDA graph:
@@ -29,23 +30,22 @@
 //   load warp:      ChunkReady (polled) before the first stage of each chunk of a tile:
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
-//   branch instances (lowrank.cuh): the quantizer warp's generic st.global of the unit's partial
-//                   sums precede its PublishUnit; the consumer warps read them (ld.global.cg)
-//                   after the waits on the tile's stage mbarriers. The chain: quantizer release
-//                   -> load warp acquire (ChunkReady) -> its mbarrier arrive (release.cta) ->
-//                   consumer wait (acquire.cta). The consumers never read the flags themselves.
-//   branch (lowrank.cuh BranchDownUnit): a unit publishes its chunk first (the GEMM needs only
-//                   the codes), then down-projects it, stores its partial sums, and every lane
-//                   membar.gl, __syncwarp, one lane's atomicAdd on its group's counter; the lane
-//                   that reads chunks - 1 (the group's last unit) membar.gl (acquire),
-//                   __syncwarp, and the warp reads every partial of the group (ld.global.cg),
-//                   writes l, and publishes it: every lane membar.gl, __syncwarp, one lane's
-//                   red.release.gpu on BranchReadyWord(mt). The load warp issues a tile's last
-//                   A stage only after ld.acquire.gpu of that word reads GroupsInMTile (then the
-//                   mbarrier chain above); the consumers read l after that stage.
+//   branch instances (lowrank.cuh BranchDownUnit): a unit publishes its chunk first (the GEMM
+//                   needs only the codes), then down-projects it and stores its partial sums;
+//                   with more than one chunk, every lane membar.gl, __syncwarp, one lane's
+//                   atomicAdd on its group's counter, and the lane that reads chunks - 1 (the
+//                   group's last unit) membar.gl (acquire) before a __syncwarp; with one chunk
+//                   the unit is its group's last, its own stores ordered by the membar.gl and
+//                   __syncwarp. The last unit's warp reads the group's partials (ld.global.cg),
+//                   writes l and publishes it (PublishBranchGroup): every lane membar.gl,
+//                   __syncwarp, one lane's red.release.gpu on BranchReadyWord(mt). The load warp
+//                   issues a tile's last A stage only after BranchReady's ld.acquire.gpu of that
+//                   word reads GroupsInMTile; its mbarrier arrive (release.cta) -> the consumers'
+//                   wait (acquire.cta) -> their ld.global.cg of l. The consumers never read the
+//                   flags themselves.
 //   producer warps, last (the only warps that use the flags; a thread of any warp that gives
-//                   up waiting sets kStallClaim, then traps): ResetAtExit (the branch's instances:
-//                   with its words): they meet on named
+//                   up waiting sets kStallClaim, then traps): ResetAtExit (the branch's
+//                   instances: over BranchWords too): they meet on named
 //                   barrier kExitBarrier, then thread 0 fences (membar.gl) and counts the CTA out
 //                   (atomicAdd); in the CTA whose count completes the grid, thread 0 fences again
 //                   and, past a second meeting, the producers zero every word the grid wrote.
@@ -124,7 +124,8 @@ __device__ __forceinline__ void PublishUnit(uint32_t* ready_flags, int64_t m_til
 
 // Warp-collective, after the warp's generic stores of l for one row group of m-tile `m_tile`
 // (the branch's instances): l is read by the consumers of other CTAs after their load warp saw it.
-__device__ __forceinline__ void PublishBranchGroup(uint32_t* ready_flags, int64_t m, int64_t m_tile) {
+__device__ __forceinline__ void PublishBranchGroup(uint32_t* ready_flags, int64_t m,
+                                                   int64_t m_tile) {
   __threadfence();
   __syncwarp();
   if ((threadIdx.x & 31) == 0) {
@@ -149,8 +150,8 @@ __device__ __forceinline__ bool ChunkReady(const uint32_t* ready_flags, int64_t 
 }
 
 // Collective of the producer warps (threads [0, threads) of the CTA), their last step: counts
-// the CTA out; the grid's last CTA zeroes words [0, words) (ReadyFlagWords of the call: every
-// word the grid wrote).
+// the CTA out; the grid's last CTA zeroes words [0, words) (ReadyFlagWords of the call, plus
+// BranchWords in the branch's instances: every word the grid wrote).
 __device__ __forceinline__ void ResetAtExit(uint32_t* ready_flags, int64_t words,
                                             uint32_t threads) {
   bool last = false;

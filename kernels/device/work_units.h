@@ -70,7 +70,7 @@ struct WorkUnits {
 
   // 32-bit division only (a 64-bit one is a subroutine call on the GPU, scheduler.cuh): u and the
   // front's units stay below 2^32 (groups < 2^29, front groups <= grid * 32, chunks <= 8;
-  // kChunkUnits: 8-row groups, so groups * chunks < 2^31).
+  // kChunkUnits: 8-row groups, so groups * chunks <= 2^31).
   H3_HD WorkUnit Unit(uint32_t u) const {
     WorkUnit w;
     int64_t group;

@@ -259,9 +259,8 @@ if _torch is not None:
     # fullgraph=True, would fail).
     try:
         _native.tiles()
-    except (ImportError, OSError):
+    except (ImportError, OSError, AttributeError):
         pass  # no usable library: the first call raises why
-
 
 
 def _t_check(name, t, device, shape_hint=""):
