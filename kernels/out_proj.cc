@@ -307,8 +307,8 @@ kernels::OutProjParams ParamsOf(const OutProjArgs& a, const OpDims& d) {
 
 int64_t OutProjReadyFlagBytes(int64_t m) {
   if (m < 0) m = 0;
-  // The flags and the low-rank branch's arrival counters (ready_flags.h): one size for every
-  // call, whichever instance runs it.
+  // The flags and the low-rank branch's words (ready_flags.h: its arrival counters and l-ready
+  // counts): one size for every call, whichever instance runs it.
   const int64_t words =
       kernels::ReadyFlagWords(m, kOutProjTileM) + kernels::BranchWords(m, kOutProjTileM);
   const int64_t bytes = words * int64_t{sizeof(uint32_t)};
@@ -431,8 +431,9 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
 
   // What the caller did not provide - the ready flags, act_q/act_sf - comes from one
   // stream-ordered allocation: no synchronization, so the call stays graph-capturable.
+  const auto up256 = [](size_t bytes) { return (bytes + 255) / 256 * 256; };  // each part aligned
   const size_t flag_bytes = static_cast<size_t>(OutProjReadyFlagBytes(dims.m));
-  const size_t q_bytes = (static_cast<size_t>(dims.m) * (dims.k / 2) + 255) / 256 * 256;
+  const size_t q_bytes = up256(static_cast<size_t>(dims.m) * (dims.k / 2));
   const size_t sf_bytes = static_cast<size_t>(dims.m) * (dims.k / 16);
   // The branch's partial sums and l (lowrank.cuh): never zeroed (every element read is written
   // first in the launch).
@@ -440,8 +441,8 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   const size_t partial_bytes = static_cast<size_t>(kernels::NumChunks(static_cast<int>(dims.k))) *
                                static_cast<size_t>(dims.m) * lora_rank * sizeof(float);
   const size_t act_bytes = static_cast<size_t>(dims.m) * lora_rank * sizeof(uint16_t);
-  size_t ws_bytes = (partial_bytes + 255) / 256 * 256 + (act_bytes + 255) / 256 * 256;
-  if (args.ready_flags.data == nullptr) ws_bytes += (flag_bytes + 255) / 256 * 256;
+  size_t ws_bytes = up256(partial_bytes) + up256(act_bytes);
+  if (args.ready_flags.data == nullptr) ws_bytes += up256(flag_bytes);
   if (args.act_q.data == nullptr) ws_bytes += q_bytes + sf_bytes;
   void* ws = nullptr;
   if (ws_bytes > 0) {
@@ -453,14 +454,14 @@ absl::Status RunOutProj(const OutProjArgs& args, cudaStream_t stream, CheckMode 
   uint16_t* lora_act = nullptr;
   if (partial_bytes > 0) {
     lora_partial = reinterpret_cast<float*>(next);
-    next += (partial_bytes + 255) / 256 * 256;
+    next += up256(partial_bytes);
     lora_act = reinterpret_cast<uint16_t*>(next);
-    next += (act_bytes + 255) / 256 * 256;
+    next += up256(act_bytes);
   }
   void* flags = const_cast<void*>(args.ready_flags.data);
   if (flags == nullptr) {
     flags = next;
-    next += (flag_bytes + 255) / 256 * 256;
+    next += up256(flag_bytes);
   }
 
   // The kernel's parameters, filled once here; the launcher adds only the TMA descriptors.

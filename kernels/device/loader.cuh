@@ -60,8 +60,7 @@ struct Loader {
   RingWalk<Cfg, Cfg::kStages> b0, b1;  // kOwnBRings: each group's B ring
   SfaPos<Cfg> sfa;
   int ready_mt = -1, ready_chunk = -1;  // the newest (m-tile, chunk) seen complete
-  int l_ready_mt = -1;     // the branch's: the newest m-tile seen with its l written
-  bool waiting_l = false;  // the branch's: TryA's kWaitReady is that wait, not a chunk's
+  int l_ready_mt = -1;  // the branch's: the newest m-tile seen with its l written
 
   __device__ __forceinline__ Loader(const OutProjParams& params, const CUtensorMap* aq,
                                     const CUtensorMap* asf, const CUtensorMap* wq,
@@ -130,13 +129,11 @@ struct Loader {
     if constexpr (Variant::kBranch) {
       // A tile's last stage waits for its rows' l (lowrank.cuh), which the consumers read once
       // they have consumed it; the down-projections finish under the tile's earlier stages.
-      waiting_l = a.ks == ksteps - 1 && mt != l_ready_mt;
-      if (waiting_l) {
+      if (a.ks == ksteps - 1 && mt != l_ready_mt) {
         if (!BranchReady(p.ready_flags, p.m, mt, units.GroupsInMTile(mt))) {
           return RingState::kWaitReady;
         }
         l_ready_mt = mt;
-        waiting_l = false;
       }
     }
     const int stage = a.pos.stage;
@@ -192,6 +189,8 @@ struct Loader {
   // What the load warp waits for after a round that issued nothing (bounded_wait.cuh).
   __device__ __forceinline__ WaitSite Waiting(RingState sa, int b_waiting) const {
     if constexpr (Variant::kBranch) {
+      // TryA waits for l only once every chunk of the stage is ready.
+      const bool waiting_l = ready_chunk >= a.ks * Cfg::kBK / chunk_elems;
       if (sa == RingState::kWaitReady && waiting_l) {
         const uint32_t written =
             ptx::LdAcquireGpu(p.ready_flags + BranchReadyWord(p.m, kWorkTileM, a.sched.mt));

@@ -75,12 +75,9 @@ struct WorkUnits {
     WorkUnit w;
     int64_t group;
     const uint32_t fg = static_cast<uint32_t>(front_groups);
-    if (u < fg * static_cast<uint32_t>(chunks)) {
-      group = u % fg;
-      w.chunk_begin = static_cast<int>(u / fg);
-      w.chunk_end = w.chunk_begin + 1;
-    } else if constexpr (kChunkUnits) {
-      // Blocks of front_groups groups (the last may be partial), each chunk-major.
+    if constexpr (kChunkUnits) {
+      // Blocks of front_groups groups (the front is block 0; the last may be partial), each
+      // chunk-major.
       const uint32_t per_block = fg * static_cast<uint32_t>(chunks);
       const uint32_t block = u / per_block, v = u - block * per_block;
       const int64_t first = static_cast<int64_t>(block) * front_groups;
@@ -88,6 +85,10 @@ struct WorkUnits {
                                                                               : front_groups);
       group = first + v % bg;
       w.chunk_begin = static_cast<int>(v / bg);
+      w.chunk_end = w.chunk_begin + 1;
+    } else if (u < fg * static_cast<uint32_t>(chunks)) {
+      group = u % fg;
+      w.chunk_begin = static_cast<int>(u / fg);
       w.chunk_end = w.chunk_begin + 1;
     } else {
       group = front_groups + (u - fg * static_cast<uint32_t>(chunks));
