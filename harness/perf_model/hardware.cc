@@ -50,18 +50,21 @@ Hardware Rtx5090Constants() {
                                "m16n8k64 per 16 clk per sub-partition"};
   h.bf16_mma_flop_per_clk_per_sm = {
       512,
-      "ASSUMED: RTX 5090 'FP16/BF16 Tensor with FP32 Accumulate' 209.5 TFLOPS dense (419 with FP16 "
-      "accumulate) = 209.5e12 / (170 SM x 2.407 GHz) = 512 FLOP/clk/SM, half the FP16-accumulate "
-      "rate as on earlier GeForce parts (RTX 4090: 165.2 vs 330.3). The figure as quoted beside "
-      "mmapeak (main-horse.github.io/posts/5090-mm-perf, 'Spec' column) and by "
-      "codesota.com/hardware/rtx-5090 ('FP16 dense 209.5', NVIDIA datasheet); NVIDIA's RTX "
-      "Blackwell whitepaper table itself was not found. Against it: mmapeak in that post measured "
-      "bf16 WMMA with f32 accumulate at 370.6 TFLOP/s (~1030 FLOP/clk/SM at its 2.12 GHz: full "
-      "rate), but the same tool's f16-accumulate figure (745.8) is 2x any published rate; for it: "
-      "cuBLAS on an RTX 5060 Ti (sm_120; QuantumDrizzy/BLACKWALL) ran bf16/fp16 GEMMs with f32 "
-      "accumulate at 47.0 TFLOP/s against 87.9 with f16 accumulate. Range 512 (published, half "
-      "rate) .. 1024 (full rate)",
-      true, 512, 1024};
+      "half rate, derived from cuBLAS BF16 GEMMs with f32 accumulate (torch.matmul): "
+      "gau-nernst/gn-kernels README 'Realistic SOL' (max over large square shapes) 245.80 "
+      "TFLOP/s at 600 W, 229.55 at 400 W; zzc0721/torch-performance-test-data issues #96 "
+      "(234.9 / 240.1 at 8192^2 / 10240^2) and #124 (234.7 / 237.0). At full rate (1024) "
+      "240-246 TFLOP/s would be 240e12 / (170 SM x 1024) = 1.38-1.41 GHz effective: below the "
+      "5090's 2.01 GHz base clock and 64% of the RTX PRO 6000's per-SM throughput under the same "
+      "cuBLAS (427.6e12 / (188 x 1024) = 2.22 GHz); at half rate 2.76-2.82 GHz x efficiency, "
+      "within the 2.87 GHz unthrottled OMMA clock (max_clock_ghz). Agrees with the datasheet's "
+      "209.5 TFLOPS dense 'FP16/BF16 Tensor with FP32 Accumulate' (419 with FP16 accumulate) = "
+      "209.5e12 / (170 x 2.407 GHz) = 512 and with cuBLAS on an RTX 5060 Ti (sm_120; "
+      "QuantumDrizzy/BLACKWALL: 47.0 TFLOP/s with f32 accumulate, 87.9 with f16); mmapeak's bf16 "
+      "WMMA f32-accumulate 370.6 (main-horse.github.io/posts/5090-mm-perf) contradicts it and "
+      "is not used (its f16-accumulate 745.8 is 2x any published rate). Unmeasured: bf16 "
+      "mma.sync m16n8k16 inside a running FP4 GEMM on any SM12x part; the clock while both run "
+      "is the model's power-limited FP4 clock (ClockHz())"};
   h.l2_bytes_per_s = {8.7e12 * 96.0 / 128.0,
                       "ASSUMED: 8.7 TB/s measured on the RTX PRO 6000 (Chips and Cheese: 64 L2 "
                       "slices, 128 MB) x 96/128 for the 5090's 96 MB of enabled L2; no 5090 "
@@ -189,12 +192,16 @@ Hardware RtxPro6000Unfitted() {
                   true, 2015.0 * 0.845, 2015.0 * 0.915};
   h.bf16_mma_flop_per_clk_per_sm = {
       1024,
-      "ASSUMED: RTX PRO 6000 Blackwell 'FP16 Tensor (FP32 Accumulate)' 503.8 TFLOPS dense, the "
-      "same as with FP16 accumulate and as BF16 (the datasheet figures as listed by hmc-tech.com's "
-      "RTX PRO 6000 Blackwell spec table; NVIDIA's own table not found) = 503.8e12 / (188 SM x "
-      "2.617 GHz) = 1024 FLOP/clk/SM: full rate, as on earlier workstation parts; unmeasured. "
-      "Range 512 (half rate, as the GeForce part) .. 1024",
-      true, 512, 1024};
+      "full rate, derived from cuBLAS BF16 GEMMs with f32 accumulate (torch.matmul): "
+      "gau-nernst/gn-kernels README 'Realistic SOL' 427.62 TFLOP/s at 600 W (edition not "
+      "stated); zzc0721/torch-performance-test-data #161/#162, Server Edition, 417.34 at "
+      "8192^2; #160, Workstation Edition, 368.43 at 4096^2, 350.31 at 8192^2. At half rate "
+      "(512) 417-428 TFLOP/s would need 417.3e12 / (188 SM x 512) = 4.3-4.4 GHz: impossible "
+      "(GB202's unthrottled clock ~2.87 GHz); at full rate 2.17-2.22 GHz effective (the "
+      "Workstation Edition runs 1.82-1.91). Agrees with the datasheet's 503.8 TFLOPS dense "
+      "'FP16 Tensor (FP32 Accumulate)' (hmc-tech.com's spec table) = 503.8e12 / (188 x 2.617 "
+      "GHz) = 1024. Unmeasured: bf16 mma.sync m16n8k16 inside a running FP4 GEMM on any SM12x "
+      "part; the clock while both run is the model's power-limited FP4 clock (ClockHz())"};
   h.l2_bytes_per_s = {8.7e12, std::string(kChipsAndCheese) + ": ~8.7 TB/s measured"};
   h.l2_latency_s = {130e-9, std::string(kChipsAndCheese) + ": ~130 ns measured"};
   h.dram_bytes_per_s = {1792e9,
@@ -210,7 +217,11 @@ Hardware RtxPro6000Unfitted() {
       "prior: the 5090's mmapeak/spec ratio on this card's spec (2.30 GHz); documented range "
       "2.12 (CuTe DSL's 1629 at 8192^3 with every tensor cycle used) .. 2.87 (GB202's "
       "unthrottled OMMA clock); the anchors are the Server Edition at 600 W [ASSUMED: the "
-      "same board as the Workstation Edition otherwise]",
+      "same board as the Workstation Edition otherwise]. Not explained by the edition: "
+      "gn-kernels' cuBLASLt NVFP4 1426 on an RTX PRO 6000 (edition unstated), 12% below the "
+      "CuTe DSL anchor's 1629, on a board that ran cuBLAS BF16 at 427.6 (Server Edition 417.3, "
+      "Workstation Edition 350-368: bf16_mma_flop_per_clk_per_sm's sources), so not a slower "
+      "board; left outside the fit as an unexplained contradiction (refit_report.cc)",
       true, 2.12, 2.87};
   return h;
 }

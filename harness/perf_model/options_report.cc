@@ -69,8 +69,9 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       c.stall_plain * kUs, c.stall_options * kUs);
   std::printf(
       "  (low / high: every unmeasured input of the options at its favourable / unfavourable end: "
-      "the bf16 rate, the tensor term serial or filling idle time, the L2 latency loaded or not, x "
-      "from L2 or DRAM, the partials' sum's steps overlapped or not, act_smooth's instructions; "
+      "the tensor term serial or filling idle time, the L2 latency loaded or not, x from L2 or "
+      "DRAM, the partials' sum's steps overlapped or not, act_smooth's instructions (the bf16 "
+      "rate is measured: one value); "
       "keep-up: the critical CTA's stall in a per-CTA replay of the GEMM against the units' "
       "publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth alone, what a "
       "down-projection off the quantizer warps would leave)\n");

@@ -128,17 +128,33 @@ TEST(OptionsTest, ReadingsOrdered) {
   }
 }
 
-// The bf16 rates: the 5090's published half rate, the PRO 6000's full rate; the tensor term
-// follows the rate (the PRO 6000 also has more SMs and a higher clock).
+// The bf16 rates: the 5090's half rate, the PRO 6000's full rate, both from cuBLAS BF16 GEMMs
+// (hardware.cc): measured, so one value in every reading; the tensor term follows the rate (the
+// PRO 6000 also has more SMs and a higher clock).
 TEST(OptionsTest, Bf16Rates) {
   const Hardware g = Rtx5090(), w = RtxPro6000();
   EXPECT_NEAR(209.5e12 / (170 * 2.407e9), 512, 0.5);  // the datasheet figure per SM and clock
   EXPECT_NEAR(503.8e12 / (188 * 2.617e9), 1024, 0.5);
+  // The measurements' arithmetic: the 5090's 240.05 .. 245.80 TFLOP/s at full rate would run
+  // below its 2.01 GHz base clock; at half rate above the 2.407 GHz datasheet boost (past the
+  // datasheet's 209.5) but within the unthrottled clock; the PRO 6000's 417.34 at half rate above
+  // any clock it reaches.
+  EXPECT_LT(245.80e12 / (170 * 1024) * 1e-9, 2.01);
+  EXPECT_LT(245.80e12 / (170 * 512) * 1e-9, g.max_clock_ghz.value);
+  EXPECT_GT(240.05e12 / (170 * 512) * 1e-9, 2.407);
+  EXPECT_GT(417.34e12 / (188 * 512) * 1e-9, 1.5 * w.max_clock_ghz.value);
   EXPECT_EQ(g.bf16_mma_flop_per_clk_per_sm.value, 512);
   EXPECT_EQ(w.bf16_mma_flop_per_clk_per_sm.value, 1024);
-  EXPECT_TRUE(g.bf16_mma_flop_per_clk_per_sm.assumed);
-  EXPECT_EQ(g.bf16_mma_flop_per_clk_per_sm.low, 512);
-  EXPECT_EQ(g.bf16_mma_flop_per_clk_per_sm.high, 1024);
+  for (const Hardware* hw : {&g, &w}) {
+    EXPECT_FALSE(hw->bf16_mma_flop_per_clk_per_sm.assumed) << hw->name;
+    EXPECT_FALSE(hw->bf16_mma_flop_per_clk_per_sm.HasRange()) << hw->name;
+    for (OptionsReading r : {OptionsReading::kLow, OptionsReading::kHigh}) {
+      EXPECT_EQ(PredictOptions(*hw, CurrentDesign(), AtM(4096), {32, true}, r)
+                    .bf16_flop_per_clk_per_sm,
+                hw->bf16_mma_flop_per_clk_per_sm.value)
+          << hw->name;
+    }
+  }
   Hardware full = g;
   full.bf16_mma_flop_per_clk_per_sm.value = 1024;
   const OptionsCost half_rate = PredictOptions(g, CurrentDesign(), AtM(4096), {32, true});
