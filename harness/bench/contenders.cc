@@ -243,6 +243,37 @@ absl::Status CheckFusedNoEpilogue(BenchContext& c, const Inputs& in) {
   });
 }
 
+// Timing only: fused_smoothed_lowrank32 without one or both of the branch's halves
+// (timing_variants.h), to take its cost over fused_smoothed apart. Checks: act bit-exact; without
+// the up-projection, out is the smoothed op's (in its envelope); otherwise out is not checked.
+template <TimingVariant kVariant>
+absl::Status EnqueueBranchHalves(BenchContext& c, const Inputs& in, const RotationSet& s) {
+  static_assert(IsBranchVariant(kVariant), "a branch timing variant");
+  constexpr TimingVariant v = kVariant;
+  return RunFused(c, in, s, CheckMode::kAsync, kOutProjTileDefault, &v, true, true);
+}
+constexpr const char* BranchHalvesName(TimingVariant v) {
+  return v == TimingVariant::kBranchNoUp     ? "fused_smoothed_lowrank32_no_up"
+         : v == TimingVariant::kBranchNoDown ? "fused_smoothed_lowrank32_no_down"
+                                             : "fused_smoothed_lowrank32_neither";
+}
+template <TimingVariant kVariant>
+absl::Status CheckBranchHalves(BenchContext& c, const Inputs& in) {
+  constexpr TimingVariant v = kVariant;
+  constexpr bool kOutIsSmoothedOp = v == TimingVariant::kBranchNoUp;
+  return c.CheckOnce(BranchHalvesName(v), in.m,
+                     kOutIsSmoothedOp ? "emulator with act_smooth: act bit-exact, out in envelope "
+                                        "of the op without the branch, sampled rows"
+                                      : "emulator with act_smooth: act bit-exact (out not checked)",
+                     [&] {
+                       H3_RETURN_IF_ERROR(RunFused(c, in, *in.sets[0], CheckMode::kChecked,
+                                                   kOutProjTileDefault, &v, true, true));
+                       H3_RETURN_IF_ERROR(CheckQuantized(in, /*smoothed=*/true));
+                       if (!kOutIsSmoothedOp) return absl::OkStatus();
+                       return CheckOutInEnvelope(in, /*smoothed=*/true);
+                     });
+}
+
 double FusedFlops(int64_t m) { return GemmFlops(m); }
 
 // The registry name of a config, for Contender::tile.
@@ -262,6 +293,17 @@ constexpr Contender kContenders[] = {
      EnqueueFusedSmoothed, TileName(kOutProjTileDefault)},
     {"fused_smoothed_lowrank32", FusedFlops, FusedBytes, PrepareFused, CheckFusedOptions,
      EnqueueFusedOptions, TileName(kOutProjTileDefault)},
+    // The branch's cost taken apart: without its up-projection, its down-projection (and the l
+    // gate), or both.
+    {BranchHalvesName(TimingVariant::kBranchNoUp), FusedFlops, FusedBytes, PrepareFused,
+     CheckBranchHalves<TimingVariant::kBranchNoUp>, EnqueueBranchHalves<TimingVariant::kBranchNoUp>,
+     nullptr},
+    {BranchHalvesName(TimingVariant::kBranchNoDown), FusedFlops, FusedBytes, PrepareFused,
+     CheckBranchHalves<TimingVariant::kBranchNoDown>,
+     EnqueueBranchHalves<TimingVariant::kBranchNoDown>, nullptr},
+    {BranchHalvesName(TimingVariant::kBranchNeither), FusedFlops, FusedBytes, PrepareFused,
+     CheckBranchHalves<TimingVariant::kBranchNeither>,
+     EnqueueBranchHalves<TimingVariant::kBranchNeither>, nullptr},
     {"fused_128x256_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
      TileName(OutProjTile::k128x256Lockstep)},

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "harness/bench/branch_timing_variants.h"
 #include "kernels/device/epilogue_policy.cuh"
 #include "kernels/launch/launch.cuh"
 #include "kernels/device/params.h"
@@ -72,6 +73,10 @@ struct OneGroupMma : NoEpilogue {
 const kernels::KernelSet& TimingKernels(TimingVariant variant) {
   static const kernels::KernelSet no_epilogue = kernels::MakeKernelSet<NoEpilogue>();
   static const kernels::KernelSet one_group = kernels::MakeKernelSet<OneGroupMma>();
+  if (IsBranchVariant(variant)) {
+    return BranchHalvesKernels(variant == TimingVariant::kBranchNoUp,
+                               variant == TimingVariant::kBranchNoDown);
+  }
   return variant == TimingVariant::kOneGroupMma ? one_group : no_epilogue;
 }
 

@@ -12,12 +12,27 @@
 //                 fused_no_epilogue / (2 x this) is the tensor rate one MMA warp per
 //                 sub-partition sustains (perf_model's single_warp_mma). The fast sm_90 kernel
 //                 cannot split its wgmmas by group and runs them all.
+// The low-rank branch's halves (contract section 13; kernels/device/lowrank.cuh), the product's
+// branch instance with act_smooth and lora_down / lora_up given, default config only:
+//   kBranchNoUp      without the consumers' up-projection: `out` is the smoothed op's, o alone.
+//                    fused_smoothed_lowrank32 - this = the up-projection's cost.
+//   kBranchNoDown    without the quantizers' down-projection and the load warp's l gate: the
+//                    up-projection reads whatever l the workspace holds (out is not checked).
+//                    fused_smoothed_lowrank32 - this = the down-projection's and the gate's.
+//   kBranchNeither   without either: the branch instance's unit order (8-row chunk units) and
+//                    registers alone. this - fused_smoothed = that structure's cost.
 
 #include "kernels/device/kernel_set.h"
 
 namespace h3::bench {
 
-enum class TimingVariant { kNoEpilogue, kOneGroupMma };
+enum class TimingVariant { kNoEpilogue, kOneGroupMma, kBranchNoUp, kBranchNoDown, kBranchNeither };
+
+// Whether the variant's kernels compute the branch (the host API then needs lora_down / lora_up).
+constexpr bool IsBranchVariant(TimingVariant v) {
+  return v == TimingVariant::kBranchNoUp || v == TimingVariant::kBranchNoDown ||
+         v == TimingVariant::kBranchNeither;
+}
 
 // The variant's kernels, for the host API's internal entry point (kernels/out_proj_internal.h
 // RunOutProj: the product's validation, workspaces and launch).

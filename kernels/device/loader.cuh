@@ -126,9 +126,9 @@ struct Loader {
       }
       ++ready_chunk;
     }
-    if constexpr (Variant::kBranch) {
+    if constexpr (Variant::kBranch && Variant::kBranchDown) {
       // A tile's last stage waits for its rows' l (lowrank.cuh), which the consumers read once
-      // they have consumed it; the down-projections finish under the tile's earlier stages.
+      // they have consumed it; the groups' sums finish under the tile's earlier stages.
       if (a.ks == ksteps - 1 && mt != l_ready_mt) {
         if (!BranchReady(p.ready_flags, p.m, mt, units.GroupsInMTile(mt))) {
           return RingState::kWaitReady;
@@ -188,7 +188,7 @@ struct Loader {
   }
   // What the load warp waits for after a round that issued nothing (bounded_wait.cuh).
   __device__ __forceinline__ WaitSite Waiting(RingState sa, int b_waiting) const {
-    if constexpr (Variant::kBranch) {
+    if constexpr (Variant::kBranch && Variant::kBranchDown) {
       // TryA waits for l only once every chunk of the stage is ready.
       const bool waiting_l = ready_chunk >= a.ks * Cfg::kBK / chunk_elems;
       if (sa == RingState::kWaitReady && waiting_l) {

@@ -4,13 +4,13 @@
 // The low-rank branch of docs/contract.md section 13 in the fused kernel (a Variant with
 // kBranch, variant.cuh), in two halves that meet in global memory:
 //   down-projection  the quantizer warp that claimed a unit (work_units.h: kBranchUnitRows = 8
-//                    rows x one k-chunk, kChunkUnits), right after quantizing and publishing it
-//                    (the GEMM needs only the codes): the unit's partial sums lambda[row][j] over
-//                    its chunk, by bf16 mma.sync m16n8k16 with lora_down as A (16 of the r
-//                    columns) and x' as B (the unit's 8 rows: every MMA row and column used), x'
-//                    section 12's, smoothed in registers like the quantizer's; stored to
-//                    p.lora_partial[chunk]. The group's
-//                    last unit to arrive (its counter, ready_flags.h) adds the group's partials in
+//                    rows x one k-chunk, kChunkUnits), from the registers it quantizes: each
+//                    block x' (section 12's, as the quantizer saw it) feeds bf16 mma.sync
+//                    m16n8k16 with lora_down as A (16 of the r ranks) and x' as B (the unit's 8
+//                    rows: every MMA row and column used), so attn_out is read once. The unit
+//                    publishes its codes (the GEMM needs only them), then stores its partial sums
+//                    lambda[row][j] over its chunk to p.lora_partial[chunk]. The group's last
+//                    unit to arrive (its counter, ready_flags.h) adds the group's partials in
 //                    chunk order and writes l = bf16(lambda) to p.lora_act, once per row.
 //   up-projection    each consumer warp, per finished warp tile, before the epilogue: its rows' l
 //                    and v = o + l @ lora_up^T by mma.sync with C = o = acc (x) alpha; the
@@ -32,6 +32,7 @@
 #include "kernels/device/quantize.cuh"
 #include "kernels/device/ready_flags.h"
 #include "kernels/device/scheduler.cuh"
+#include "kernels/device/variant.cuh"
 #include "kernels/device/warp_acc.cuh"
 #include "kernels/device/work_units.h"
 
@@ -47,76 +48,84 @@ __device__ __forceinline__ uint2 Ldg8(const uint16_t* p) {
 }
 
 // Both MMAs below contract over a permutation of their k index, the same on both operands, so
-// that a lane reads whole vectors: in each k16 step, lane t's fragment slots {2t, 2t + 1} and
-// {2t + 8, 2t + 9} take four consecutive columns (its 8-byte quarter of the step's 16), and in
-// the down-projection one 16-byte load supplies two consecutive steps. A dot product keeps its
-// terms; only the order of the f32 additions changes, which section 13.2's bound allows.
+// that a lane reads whole vectors. A dot product keeps its terms; only the order of the f32
+// additions changes, which section 13.2's bound allows.
 
-// The down-projection of one quantizer unit (warp-collective): kRows = 8 rows, the n8 of
-// m16n8k16 MMAs whose m16 is 16 of lambda's r columns: lambda^T[j][row] = lora_down[j] . x'[row]
-// over the unit's k range, in passes of 32 columns (two m16 tiles). x' is section 12's, smoothed
-// in registers exactly as the quantizer does (SmoothBf16Pair).
-template <int kRows>
-__device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
-                                               int chunks) {
-  static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
+// r <= 64 (contract section 13; core/operands.h kLoraRankMax): at most four m16 tiles of ranks;
+// a call's tiles beyond r / 16 are skipped (a uniform branch).
+inline constexpr int kMaxRankTiles = 4;
+
+// Quantizes a branch unit (warp-collective; kBranchUnitRows = 8 rows x one k-chunk) and
+// down-projects it from the same registers: lane (g, t) quantizes row g's blocks t, t + 4, ...
+// (k64 groups: block 4d + t of group d), and each block it holds, x' as the quantizer saw it
+// (section 12, through the input policy), is the B operand (n8 = the unit's rows) of four
+// m16n8k16 MMAs per 16 ranks, lora_down the A operand (m16 = 16 of the r ranks). In step s of a
+// k64 group, slot pairs {2t, 2t + 1} and {2t + 8, 2t + 9} take columns 16t + 4s + {0, 1} and
+// + {2, 3}: a lane's four columns of its own block (w[2s], w[2s + 1]), and of lora_down's rows
+// j and j + 8 one 32-byte run per block. acc[nt]: lambda^T over the unit's chunk, ranks
+// 16 nt + g (+ 8) by rows 2t (+ 1).
+template <int kTiles, class Arch, class Variant, class Input, class OsSource>
+__device__ __forceinline__ void BranchQuantizeUnit(const OutProjParams& p, const WorkUnit& w,
+                                                   uint32_t u, const OsSource& os_src,
+                                                   const Input& input, float (&acc)[kTiles][4]) {
+  const int tiles = p.lora_rank / 16;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunk_elems = ChunkElems(p.k);
   const int k_begin = w.chunk_begin * chunk_elems;
   const int k_end_c = w.chunk_end * chunk_elems;
-  const int k_end = k_end_c < p.k ? k_end_c : p.k;  // a multiple of 32 after k_begin
-  const int slot = w.chunk_begin;  // one chunk a unit (kChunkUnits)
-  const bool has_row = w.row0 + g < w.row_end;
-  // Lane (g, t) reads columns [k0 + 8t, k0 + 8t + 8) of row g (x', the B operand) and of
-  // lora_down's rows j0 + g, + 8, + 16, + 24 (the A operand), each k0 a multiple of 32.
-  const uint16_t* x = p.attn_out + (has_row ? w.row0 + g : w.row0) * p.k + 8 * t;
-  const float* smooth = p.act_smooth == nullptr ? nullptr : p.act_smooth + 8 * t;
-  const int r = p.lora_rank;
+  const int k_end = k_end_c < p.k ? k_end_c : p.k;  // a multiple of 256 after k_begin
+  const int64_t row = w.row0 + g;
+  const bool has_row = row < w.row_end;
+  const int64_t row_q = has_row ? row : w.row0;  // in bounds; not stored unless has_row
+  const uint16_t* x = p.attn_out + row_q * p.k;
+  uint8_t* codes = p.act_q + row_q * (p.k / 2);
+  uint8_t* sf = p.act_sf + row_q * (p.k / 16);
   const int64_t k8 = 8 * static_cast<int64_t>(p.k);  // eight rows of lora_down
+  const uint16_t* down = p.lora_down + static_cast<int64_t>(g) * p.k;
 #pragma unroll 1
-  for (int j0 = 0; j0 < r; j0 += 32) {
-    const bool two = j0 + 16 < r;  // r is a multiple of 16: one or two m16 tiles this pass
-    const uint16_t* d = p.lora_down + static_cast<int64_t>(j0 + g) * p.k + 8 * t;
-    float acc[2][4] = {};
-#pragma unroll 1
-    for (int k0 = k_begin; k0 < k_end; k0 += 32) {
-      uint4 xv = has_row ? Ldg16(x + k0) : make_uint4(0u, 0u, 0u, 0u);
-      uint4 dv[2][2];
-      dv[0][0] = Ldg16(d + k0);
-      dv[0][1] = Ldg16(d + k8 + k0);
-      dv[1][0] = two ? Ldg16(d + 2 * k8 + k0) : make_uint4(0u, 0u, 0u, 0u);
-      dv[1][1] = two ? Ldg16(d + 3 * k8 + k0) : make_uint4(0u, 0u, 0u, 0u);
-      if (smooth != nullptr && has_row) {
-        const float4 s0 = __ldg(reinterpret_cast<const float4*>(smooth + k0));
-        const float4 s1 = __ldg(reinterpret_cast<const float4*>(smooth + k0 + 4));
-        xv.x = SmoothBf16Pair(xv.x, s0.x, s0.y);
-        xv.y = SmoothBf16Pair(xv.y, s0.z, s0.w);
-        xv.z = SmoothBf16Pair(xv.z, s1.x, s1.y);
-        xv.w = SmoothBf16Pair(xv.w, s1.z, s1.w);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        if (nt == 1 && !two) break;
-        const uint32_t a0[4] = {dv[nt][0].x, dv[nt][1].x, dv[nt][0].y, dv[nt][1].y};
-        const uint32_t b0[2] = {xv.x, xv.y};
-        MmaBf16(acc[nt], a0, b0);
-        const uint32_t a1[4] = {dv[nt][0].z, dv[nt][1].z, dv[nt][0].w, dv[nt][1].w};
-        const uint32_t b1[2] = {xv.z, xv.w};
-        MmaBf16(acc[nt], a1, b1);
-      }
+  for (int c = k_begin + 16 * t; c < k_end; c += 64) {
+    Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(c - k_begin));
+    uint32_t xb[8] = {};  // zero columns for rows beyond the unit
+    if (has_row) {
+      LoadBlock(x + c, input, c, xb);
+      QuantizeStoreBlock<Arch>(xb, os_src, codes + c / 2, sf + c / 16);
     }
-    // acc[nt]: {lambda[j][row0 + 2t], lambda[j][row0 + 2t + 1]} for j = j0 + 16 nt + g, then the
-    // same for j + 8. Rows beyond the unit were zero columns: not stored.
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      if (nt == 1 && !two) break;
+    for (int nt = 0; nt < kTiles; ++nt) {
+      if (nt >= tiles) break;
+      const uint16_t* d = down + nt * 2 * k8 + c;  // rank 16 nt + g, then + 8
+      const uint4 lo0 = Ldg16(d), hi0 = Ldg16(d + 8), lo1 = Ldg16(d + k8), hi1 = Ldg16(d + k8 + 8);
+      const uint32_t a0[4] = {lo0.x, lo1.x, lo0.y, lo1.y}, a1[4] = {lo0.z, lo1.z, lo0.w, lo1.w};
+      const uint32_t a2[4] = {hi0.x, hi1.x, hi0.y, hi1.y}, a3[4] = {hi0.z, hi1.z, hi0.w, hi1.w};
+      const uint32_t b0[2] = {xb[0], xb[1]}, b1[2] = {xb[2], xb[3]};
+      const uint32_t b2[2] = {xb[4], xb[5]}, b3[2] = {xb[6], xb[7]};
+      MmaBf16(acc[nt], a0, b0);
+      MmaBf16(acc[nt], a1, b1);
+      MmaBf16(acc[nt], a2, b2);
+      MmaBf16(acc[nt], a3, b3);
+    }
+  }
+}
+
+// The rest of a branch unit after its codes are published (warp-collective): its partial sums
+// to p.lora_partial[its chunk], then the arrival at its group's counter; the group's last unit
+// to arrive adds the group's partials in chunk order and writes l = bf16(lambda) once per row.
+template <int kRows, int kTiles>
+__device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const WorkUnit& w,
+                                                 int chunks, const float (&acc)[kTiles][4]) {
+  static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r = p.lora_rank;
+  const int slot = w.chunk_begin;  // one chunk a unit (kChunkUnits)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = w.row0 + 2 * t + (e & 1);
-        if (row < w.row_end) {
-          const int j = j0 + 16 * nt + g + 8 * (e >> 1);
-          p.lora_partial[(static_cast<int64_t>(slot) * p.m + row) * r + j] = acc[nt][e];
-        }
+  for (int nt = 0; nt < kTiles; ++nt) {
+    if (nt >= r / 16) break;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = w.row0 + 2 * t + (e & 1);
+      if (row < w.row_end) {
+        const int j = 16 * nt + g + 8 * (e >> 1);
+        p.lora_partial[(static_cast<int64_t>(slot) * p.m + row) * r + j] = acc[nt][e];
       }
     }
   }
@@ -217,7 +226,7 @@ struct AccAsIs : Arch {
 template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void FinishWarpTile(WarpAcc<Cfg>& acc, int64_t row0, int col0,
                                                const OutProjParams& p, float alpha) {
-  if constexpr (Variant::kBranch) {
+  if constexpr (Variant::kBranch && Variant::kBranchUp) {
     // l's ordering (header) needs every unit published and every consumer warp waiting on every
     // A stage of its tile.
     static_assert(Variant::kPublish && Variant::kEveryGroupMma,

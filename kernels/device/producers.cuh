@@ -67,6 +67,18 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
     const uint32_t u = ClaimUnit(p.ready_flags);
     if (u >= units.count) break;
     const WorkUnit w = units.Unit(u);
+    if constexpr (Variant::kBranch && Variant::kBranchDown) {
+      // The branch's units: quantized and down-projected from the same registers (lowrank.cuh);
+      // the codes published before the partial sums are stored (the GEMM needs only the codes;
+      // l has its own word, ready_flags.h).
+      static_assert(Variant::kPublish, "a branch Variant publishes every unit");
+      float acc[kMaxRankTiles][4] = {};
+      BranchQuantizeUnit<kMaxRankTiles, Arch, Variant>(p, w, u, os_src, input, acc);
+      Variant::Pause(PauseSite::kQuantizerPublish, u);
+      PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+      BranchFinishUnit<kUnitRows<Cfg, Variant>, kMaxRankTiles>(p, w, units.chunks, acc);
+      continue;
+    }
     // The unit's blocks [b_begin, b_end) of each of its rows, as one index space over rows so
     // that every lane has blocks in flight whatever the chunk width.
     const int b_begin = w.chunk_begin * blocks_per_chunk;
@@ -93,8 +105,6 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
     if constexpr (Variant::kPublish) {
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
     }
-    // After the publish: the GEMM needs only the codes; l has its own word (ready_flags.h).
-    if constexpr (Variant::kBranch) BranchDownUnit<kUnitRows<Cfg, Variant>>(p, w, units.chunks);
   }
 }
 

@@ -188,22 +188,40 @@ struct MaybeSmoothedInput {
   }
 };
 
-// Quantizes one 16-element block at `src` (32 bytes, 16-byte aligned; its first column `col`)
-// into codes[0..7], *sf, through the input policy.
+// One 16-element block at `src` (32 bytes, 16-byte aligned; its first column `col`) as the
+// quantizer sees it: the bf16 pairs w[0..7] through the input policy.
+template <class Input>
+__device__ __forceinline__ void LoadBlock(const uint16_t* __restrict__ src, const Input& input,
+                                          int col, uint32_t (&w)[8]) {
+  const uint4 v0 = __ldcs(reinterpret_cast<const uint4*>(src));  // streamed: read once
+  const uint4 v1 = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
+  w[0] = v0.x, w[1] = v0.y, w[2] = v0.z, w[3] = v0.w;
+  w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
+  input.Apply(col, w);
+}
+
+// Quantizes a loaded block w into codes[0..7], *sf.
+template <class Arch, class OsSource>
+__device__ __forceinline__ void QuantizeStoreBlock(const uint32_t (&w)[8], const OsSource& os_src,
+                                                   uint8_t* __restrict__ codes,
+                                                   uint8_t* __restrict__ sf) {
+  uint32_t packed[2];
+  const uint32_t s = Arch::QuantizeBlock(w, os_src, packed);
+  *reinterpret_cast<uint2*>(codes) = make_uint2(packed[0], packed[1]);
+  *sf = static_cast<uint8_t>(s);
+}
+
+// Quantizes one 16-element block at `src` (its first column `col`) into codes[0..7], *sf,
+// through the input policy.
 template <class Arch, class Input = PlainInput, class OsSource>
 __device__ __forceinline__ void QuantizeBlockFromGlobal(const uint16_t* __restrict__ src,
                                                         const OsSource& os_src,
                                                         uint8_t* __restrict__ codes,
                                                         uint8_t* __restrict__ sf,
                                                         const Input& input = Input(), int col = 0) {
-  const uint4 v0 = __ldcs(reinterpret_cast<const uint4*>(src));  // streamed: read once
-  const uint4 v1 = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
-  uint32_t w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-  input.Apply(col, w);
-  uint32_t packed[2];
-  const uint32_t s = Arch::QuantizeBlock(w, os_src, packed);
-  *reinterpret_cast<uint2*>(codes) = make_uint2(packed[0], packed[1]);
-  *sf = static_cast<uint8_t>(s);
+  uint32_t w[8];
+  LoadBlock(src, input, col, w);
+  QuantizeStoreBlock<Arch>(w, os_src, codes, sf);
 }
 
 }  // namespace h3::kernels

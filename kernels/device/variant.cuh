@@ -29,6 +29,11 @@ struct Product {
   static constexpr bool kSmooths = false;  // act_smooth required (its KernelSet's `smooths`)
   // The low-rank branch (contract section 13; lowrank.cuh): not in the product's plain instances.
   static constexpr bool kBranch = false;
+  // The branch's halves where kBranch (the bench's timing variants drop one to time the other):
+  // the quantizers' down-projection, with the load warp's l gate that waits for it, and the
+  // consumers' up-projection.
+  static constexpr bool kBranchDown = true;
+  static constexpr bool kBranchUp = true;
   static constexpr bool kPublish = true;        // the quantizer warps publish every unit
   static constexpr bool kEveryGroupMma = true;  // both consumer warpgroups issue MMAs
   static constexpr int kGridCap = 0;            // 0: the co-resident CTAs (launch.cuh)
