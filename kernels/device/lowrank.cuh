@@ -110,7 +110,7 @@ __device__ __forceinline__ void BranchQuantizeUnit(const OutProjParams& p, const
 // The rest of a branch unit after its codes are published (warp-collective): its partial sums
 // to p.lora_partial[its chunk], then the arrival at its group's counter; the group's last unit
 // to arrive adds the group's partials in chunk order and writes l = bf16(lambda) once per row.
-template <int kRows, int kTiles>
+template <int kRows, class Variant, int kTiles>
 __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const WorkUnit& w,
                                                  int chunks, const float (&acc)[kTiles][4]) {
   static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
@@ -132,6 +132,7 @@ __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const W
   // Arrive at the group's counter; the last arrival writes the group's l.
   const int64_t group = w.row0 / kRows;
   __threadfence();  // every lane's partials, before the arrival (release)
+  Variant::Pause(PauseSite::kBranchArrive, static_cast<uint32_t>(2 * group));
   __syncwarp();
   uint32_t last = 1u;
   if (chunks > 1) {
@@ -166,7 +167,11 @@ __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const W
     *reinterpret_cast<uint2*>(p.lora_act + row * r + j) =
         make_uint2(F32x2ToBf16x2Rn(v.x, v.y), F32x2ToBf16x2Rn(v.z, v.w));
   }
-  PublishBranchGroup(p.ready_flags, p.m, w.row0 / kWorkTileM);
+  Variant::Pause(PauseSite::kBranchArrive, static_cast<uint32_t>(2 * group + 1));
+  if (!Variant::Withholds(Handoff::kBranchPublish, kRingA, static_cast<int>(w.row0 / kWorkTileM),
+                          0, 0)) {
+    PublishBranchGroup(p.ready_flags, p.m, w.row0 / kWorkTileM);
+  }
 }
 
 // l of columns [j, j + 4) of `row` as two bf16 pairs ({j, j + 1}, {j + 2, j + 3}): zero beyond M.

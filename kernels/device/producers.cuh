@@ -76,7 +76,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
       BranchQuantizeUnit<kMaxRankTiles, Arch, Variant>(p, w, u, os_src, input, acc);
       Variant::Pause(PauseSite::kQuantizerPublish, u);
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
-      BranchFinishUnit<kUnitRows<Cfg, Variant>, kMaxRankTiles>(p, w, units.chunks, acc);
+      BranchFinishUnit<kUnitRows<Cfg, Variant>, Variant>(p, w, units.chunks, acc);
       continue;
     }
     // The unit's blocks [b_begin, b_end) of each of its rows, as one index space over rows so

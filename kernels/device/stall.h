@@ -29,8 +29,10 @@ enum class WaitKind : uint32_t {
 // The hand-offs those waits wait for, as the stall test withholds them (variant.cuh
 // Variant::Withholds) to make one kind of wait give up: the load warp filling a ring stage
 // (kFullA / kFullB), every consumer thread releasing one (kSlotA / kSlotB), the leading group
-// arriving on the trailing group's skew gate (kSkewGate).
-enum class Handoff : uint32_t { kFill, kRelease, kGateArrive };
+// arriving on the trailing group's skew gate (kSkewGate), a low-rank branch group's last unit
+// publishing its l on the m-tile's l-ready word (the load warp's kBranchReady; Withholds(.., mt,
+// 0, 0): every group of m-tile mt).
+enum class Handoff : uint32_t { kFill, kRelease, kGateArrive, kBranchPublish };
 // Rings as Withholds names them: the A ring (lockstep: the ring); consumer group g's B ring is
 // kRingB0 + g.
 inline constexpr int kRingA = 0, kRingB0 = 1;

@@ -19,7 +19,13 @@
 namespace h3::kernels {
 
 // Where the stress test pauses a thread (Variant::Pause).
-enum class PauseSite : uint32_t { kQuantizerBlock, kQuantizerPublish, kLoaderStage, kTrailerTile };
+enum class PauseSite : uint32_t {
+  kQuantizerBlock,
+  kQuantizerPublish,
+  kLoaderStage,
+  kTrailerTile,
+  kBranchArrive,  // a branch unit before its group's counter, and the last one before l's publish
+};
 
 struct Product {
   // What a finished warp tile's accumulators (the contract's f32 sums, before alpha) become.

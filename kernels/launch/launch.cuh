@@ -81,15 +81,30 @@ auto WithRegistryConfig(KernelBuild build, OutProjTile tile, F&& f) {
   std::abort();
 }
 
+// The registry's config type of a tile code (tiles.h).
+template <OutProjTile kTile>
+struct TileConfig;
+#define H3_TILE_CONFIG(id, code, name, cfg, what) \
+  template <>                                     \
+  struct TileConfig<OutProjTile::id> {            \
+    using type = cfg;                             \
+  };
+H3_OUT_PROJ_TILES(H3_TILE_CONFIG)
+#undef H3_TILE_CONFIG
+
 // The one place that maps (build, tile) to a kernel instance: calls f(instance). The build picks
-// the target (targets.cuh); a target with its own kernel ignores the tile.
-template <class Variant, class F>
+// the target (targets.cuh); a target with its own kernel ignores the tile. kDefaultTileOnly (the
+// testonly sets of DefaultTileDispatch): the default's config whatever the tile, so that only
+// one instance per target is compiled.
+template <class Variant, bool kDefaultTileOnly = false, class F>
 auto WithKernel(KernelBuild build, OutProjTile tile, F&& f) {
   return WithTarget(build, [&](auto target) {
     using Target = decltype(target);
     if constexpr (Target::kOwnKernel) {
       return f(MakeInstance<typename Target::Cfg, typename Target::Storage>(
           Target::template Kernel<Variant>()));
+    } else if constexpr (kDefaultTileOnly) {
+      return WithArch<typename TileConfig<kOutProjTileDefault>::type, Variant>(build, f);
     } else {
       return WithRegistryConfig<Variant>(build, tile, f);
     }
@@ -281,6 +296,23 @@ struct RegistryDispatch {
   template <class F>
   static auto With(KernelBuild build, OutProjTile tile, F&& f) {
     return WithKernel<Variant>(build, tile, f);
+  }
+};
+
+// A testonly set's dispatch with the default tile's config alone (the bench's branch halves, the
+// branch's stress kernels): asked for another tile, it stops, saying why (a bug in the caller).
+template <class Variant>
+struct DefaultTileDispatch {
+  template <class F>
+  static auto With(KernelBuild build, OutProjTile tile, F&& f) {
+    if (tile != OutProjTile::kAuto && tile != kOutProjTileDefault) {
+      std::fprintf(stderr,
+                   "h3::kernels::DefaultTileDispatch: tile code %d asked of a set built for the "
+                   "default tile alone\n",
+                   static_cast<int>(tile));
+      std::abort();
+    }
+    return WithKernel<Variant, true>(build, tile, f);
   }
 };
 

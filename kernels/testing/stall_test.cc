@@ -55,6 +55,7 @@ constexpr Expected kExpected[] = {
     {"release_b0", WaitKind::kSlotB, 0, 1, 0, 1},           // B ring 0, stage 1
     {"fill_a_128x128", WaitKind::kFullA, 128, 384, 2, 1},   // ring stage 2, phase 1
     {"release_a_128x128", WaitKind::kSlotA, 0, 1, 1, 0},    // ring stage 1, parity 0
+    {"branch_l", WaitKind::kBranchReady, 0, 1, 0, 16},      // 0 of m-tile 1's 16 groups' l
 };
 
 int CaseIndex(const std::string& name) {
@@ -77,6 +78,8 @@ int CaseIndex(const std::string& name) {
   spec.shape = OpShape{300, kN, 1024, 9};
   spec.data = testbed::DataKind::kGaussian;
   spec.gate = testbed::GatePattern::kAllValid;
+  const bool branch = c.what == kernels::Handoff::kBranchPublish;
+  if (branch) spec.lora_rank = 32;  // the case's kernels are the branch's
   absl::StatusOr<testbed::Problem> p = testbed::GenerateProblem(spec, 3);
   absl::StatusOr<testbed::DeviceProblem> d;
   if (p.ok()) d = testbed::UploadProblem(testbed::InputsOf(*p));
@@ -107,14 +110,17 @@ int CaseIndex(const std::string& name) {
     check(std::string(OutProjStallStatus().message()).find(sentence) != std::string::npos,
           "OutProjStallStatus: " + OutProjStallStatus().ToString());
     const int n_tiles = (kN + kernels::StallCaseTileN(c) - 1) / kernels::StallCaseTileN(c);
-    const int block = c.publish ? c.mt * n_tiles + c.nt : r->m_tile * n_tiles + r->n_tile;
+    // Without publish, any CTA on its own tile; withholding l, any tile of m-tile mt (they all
+    // wait for it and the first to give up reports).
+    const bool any_tile = !c.publish || branch;
+    const int block = any_tile ? r->m_tile * n_tiles + r->n_tile : c.mt * n_tiles + c.nt;
     check(r->kind == static_cast<uint32_t>(e.kind), absl::StrFormat("kind %d", r->kind));
     check(r->block == static_cast<uint32_t>(block), absl::StrFormat("CTA %d", r->block));
     check(r->thread >= e.thread_lo && r->thread < e.thread_hi,
           absl::StrFormat("thread %d", r->thread));
     check(r->a == e.a && r->b == e.b, absl::StrFormat("a %d b %d", r->a, r->b));
     if (c.publish) {
-      check(r->m_tile == c.mt && r->n_tile == c.nt,
+      check(r->m_tile == c.mt && (branch || r->n_tile == c.nt),
             absl::StrFormat("tile (%d, %d)", r->m_tile, r->n_tile));
     }
     check(r->limit_ns == uint64_t{kWaitLimitMs} * 1000000u,

@@ -13,14 +13,21 @@ namespace h3::kernels {
 namespace {
 
 // Bounds of case c's roles, in wait_limit_ns: the waiter of the withheld hand-off x1, the others
-// x4 (never_publish: the product's).
+// x4 (never_publish: the product's). The load warp waits for releases and for l.
 constexpr uint64_t CaseBound(const StallCase& c, Handoff waits_for_handoff, uint64_t product) {
   if (!c.publish) return product;
-  return c.what == waits_for_handoff ? 1 : 4;
+  const bool loader_waits_for_l =
+      waits_for_handoff == Handoff::kRelease && c.what == Handoff::kBranchPublish;
+  return c.what == waits_for_handoff || loader_waits_for_l ? 1 : 4;
 }
 
+// The product, or its low-rank branch instance where the case withholds l.
 template <int kCase>
-struct Withhold : Product {
+using CaseBase =
+    std::conditional_t<kStallCases[kCase].what == Handoff::kBranchPublish, ProductBranch, Product>;
+
+template <int kCase>
+struct Withhold : CaseBase<kCase> {
   static constexpr bool kPublish = kStallCases[kCase].publish;
   static constexpr Handoff kWhat = kStallCases[kCase].what;
   static constexpr int kRing = kStallCases[kCase].ring, kMt = kStallCases[kCase].mt,

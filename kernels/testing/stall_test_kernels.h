@@ -56,6 +56,9 @@ inline constexpr StallCase kStallCases[] = {
     {"fill_a_128x128", OutProjTile::k128x128, true, Handoff::kFill, kRingA, 1, 1, 6},
     // No consumer releases its ring stage 1: the load warp waits to refill it with stage 5.
     {"release_a_128x128", OutProjTile::k128x128, true, Handoff::kRelease, kRingA, 1, 1, 1},
+    // The low-rank branch's instance (the test gives lora_down / lora_up): no group of m-tile 1
+    // publishes its l, so the load warps of that m-tile's tiles wait to issue their last A stage.
+    {"branch_l", OutProjTile::k128x256, true, Handoff::kBranchPublish, kRingA, 1, 0, 0},
 };
 inline constexpr int kStallCaseCount = sizeof(kStallCases) / sizeof(kStallCases[0]);
 

@@ -2,7 +2,9 @@
 // of up to 50 us in the quantizer warps (between blocks and before publishing), the load warp and
 // the trailing consumer group; one CTA running every tile; only CTA 0 quantizing; and the kernel
 // squeezed onto 2 SMs by another stream's kernel. Each run must give the product's bits (act_q,
-// act_sf, out) on the cases where the protocol is tightest.
+// act_sf, out) on the cases where the protocol is tightest. The low-rank branch's instance too
+// (its group counters, l and the load warp's l gate): its sums have a fixed order, so its bits
+// may not depend on the timing either.
 
 #include <gtest/gtest.h>
 
@@ -19,6 +21,7 @@
 #include "harness/testbed/problem.h"
 #include "kernels/out_proj.h"
 #include "kernels/out_proj_internal.h"
+#include "kernels/testing/branch_stress_kernels.h"
 #include "kernels/testing/stress_test_kernels.h"
 #include "kernels/device/tiles.h"
 #include "tools/cuda/gpu_test.h"
@@ -56,11 +59,16 @@ void ExpectSame(const Outputs& got, const Outputs& want, const std::string& what
   EXPECT_TRUE(got.act_sf == want.act_sf) << what << ": act_sf differs from the product's";
 }
 
-absl::StatusOr<testbed::DeviceProblem> Upload(const Case& c) {
+// branch: act_smooth and a rank-32 branch (contract sections 12, 13).
+absl::StatusOr<testbed::DeviceProblem> Upload(const Case& c, bool branch = false) {
   testbed::ProblemSpec spec;
   spec.shape = OpShape{c.m, c.n, c.k, 9};
   spec.data = testbed::DataKind::kGaussian;
   spec.gate = testbed::GatePattern::kAllValid;
+  if (branch) {
+    spec.smooth = testbed::SmoothPattern::kLogNormal;
+    spec.lora_rank = 32;
+  }
   absl::StatusOr<testbed::Problem> p = testbed::GenerateProblem(spec, 1000 + c.m);
   if (!p.ok()) return p.status();
   return testbed::UploadProblem(testbed::InputsOf(*p));
@@ -101,6 +109,35 @@ TEST_P(StressTest, GridOneAndOneQuantizerGiveTheProductsBits) {
         ExpectSame(Read(*d), want,
                    what + (mode == kernels::StressMode::kGridOne ? ", grid 1" : ", one quantizer"));
       }
+    }
+  }
+}
+
+// The branch's instance (default tile) with pauses in its units, before their arrivals and before
+// l is published, on one CTA or with one quantizing CTA: the product's bits.
+TEST_P(StressTest, BranchGivesTheProductsBits) {
+  H3_SKIP_WITHOUT_GPU();
+  const Case& c = GetParam();
+  absl::StatusOr<testbed::DeviceProblem> d = Upload(c, /*branch=*/true);
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (Sm90Emulation e : {Sm90Emulation::kFaithful, Sm90Emulation::kFast}) {
+    testbed::RunOptions o;
+    o.sm90_emulation = e;
+    o.tile = kOutProjTileDefault;
+    const std::string what =
+        std::string(c.name) + " branch" + (e == Sm90Emulation::kFast ? " fast" : " faithful");
+    ASSERT_TRUE(testbed::Poison(*d).ok());
+    ASSERT_TRUE(MinimaxH3Nvfp4OutProj(testbed::ArgsFor(*d, o), nullptr, CheckMode::kChecked).ok());
+    const Outputs want = Read(*d);
+    for (kernels::StressMode mode :
+         {kernels::StressMode::kGridOne, kernels::StressMode::kOneQuantizer}) {
+      ASSERT_TRUE(testbed::Poison(*d).ok());
+      const absl::Status st = internal::RunOutProj(testbed::ArgsFor(*d, o), nullptr,
+                                                   CheckMode::kChecked,
+                                                   kernels::BranchStressKernels(mode));
+      ASSERT_TRUE(st.ok()) << what << ": " << st;
+      ExpectSame(Read(*d), want,
+                 what + (mode == kernels::StressMode::kGridOne ? ", grid 1" : ", one quantizer"));
     }
   }
 }
