@@ -4,14 +4,17 @@
 // The low-rank branch of docs/contract.md section 13 in the fused kernel (a Variant with
 // kBranch, variant.cuh), in two halves that meet in global memory:
 //   down-projection  the quantizer warp that claimed a unit (work_units.h: kBranchUnitRows = 8
-//                    rows x one k-chunk, kChunkUnits), from the registers it quantizes: each
-//                    block x' (section 12's, as the quantizer saw it) feeds bf16 mma.sync
-//                    m16n8k16 with lora_down as A (16 of the r ranks) and x' as B (the unit's 8
-//                    rows: every MMA row and column used), so attn_out is read once. The unit
-//                    publishes its codes (the GEMM needs only them), then stores its partial sums
-//                    lambda[row][j] over its chunk to p.lora_partial[chunk]. The group's last
-//                    unit to arrive (its counter, ready_flags.h) adds the group's partials in
-//                    chunk order and writes l = bf16(lambda) to p.lora_act, once per row.
+//                    rows x one k-chunk, kChunkUnits), by bf16 mma.sync m16n8k16 with lora_down
+//                    as A (16 of the r ranks) and x' as B (the unit's 8 rows: every MMA row and
+//                    column used), x' section 12's, as the quantizer sees it (BranchDownUnit).
+//                    A unit is quantized and down-projected from the same registers (attn_out
+//                    read once), then published; but the front's chunk-0 units, which the first
+//                    tiles wait for, are quantized alone (blocks in flight), published, and then
+//                    down-projected, reading attn_out again (producers.cuh QuantizerLoop). Then
+//                    the unit stores its partial sums lambda[row][j] over its chunk to
+//                    p.lora_partial[chunk]. The group's last unit to arrive (its counter,
+//                    ready_flags.h) adds the group's partials in chunk order and writes
+//                    l = bf16(lambda) to p.lora_act, once per row.
 //   up-projection    each consumer warp, per finished warp tile, before the epilogue: its rows' l
 //                    and v = o + l @ lora_up^T by mma.sync with C = o = acc (x) alpha; the
 //                    epilogue then runs on v with alpha 1 (AccAsIs: v is not rescaled).
@@ -55,19 +58,19 @@ __device__ __forceinline__ uint2 Ldg8(const uint16_t* p) {
 // a call's tiles beyond r / 16 are skipped (a uniform branch).
 inline constexpr int kMaxRankTiles = 4;
 
-// Quantizes a branch unit (warp-collective; kBranchUnitRows = 8 rows x one k-chunk) and
-// down-projects it from the same registers: lane (g, t) quantizes row g's blocks t, t + 4, ...
-// (k64 groups: block 4d + t of group d), and each block it holds, x' as the quantizer saw it
+// Down-projects a branch unit (warp-collective; kBranchUnitRows = 8 rows x one k-chunk), and with
+// kQuantize quantizes it from the same registers: lane (g, t) loads row g's blocks t, t + 4, ...
+// (k64 groups: block 4d + t of group d), and each block it holds, x' as the quantizer sees it
 // (section 12, through the input policy), is the B operand (n8 = the unit's rows) of four
 // m16n8k16 MMAs per 16 ranks, lora_down the A operand (m16 = 16 of the r ranks). In step s of a
 // k64 group, slot pairs {2t, 2t + 1} and {2t + 8, 2t + 9} take columns 16t + 4s + {0, 1} and
 // + {2, 3}: a lane's four columns of its own block (w[2s], w[2s + 1]), and of lora_down's rows
 // j and j + 8 one 32-byte run per block. acc[nt]: lambda^T over the unit's chunk, ranks
 // 16 nt + g (+ 8) by rows 2t (+ 1).
-template <int kTiles, class Arch, class Variant, class Input, class OsSource>
-__device__ __forceinline__ void BranchQuantizeUnit(const OutProjParams& p, const WorkUnit& w,
-                                                   uint32_t u, const OsSource& os_src,
-                                                   const Input& input, float (&acc)[kTiles][4]) {
+template <int kTiles, class Arch, class Variant, bool kQuantize, class Input, class OsSource>
+__device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
+                                               uint32_t u, const OsSource& os_src,
+                                               const Input& input, float (&acc)[kTiles][4]) {
   const int tiles = p.lora_rank / 16;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunk_elems = ChunkElems(p.k);
@@ -84,11 +87,13 @@ __device__ __forceinline__ void BranchQuantizeUnit(const OutProjParams& p, const
   const uint16_t* down = p.lora_down + static_cast<int64_t>(g) * p.k;
 #pragma unroll 1
   for (int c = k_begin + 16 * t; c < k_end; c += 64) {
-    Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(c - k_begin));
+    if constexpr (kQuantize) {
+      Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(c - k_begin));
+    }
     uint32_t xb[8] = {};  // zero columns for rows beyond the unit
     if (has_row) {
       LoadBlock(x + c, input, c, xb);
-      QuantizeStoreBlock<Arch>(xb, os_src, codes + c / 2, sf + c / 16);
+      if constexpr (kQuantize) QuantizeStoreBlock<Arch>(xb, os_src, codes + c / 2, sf + c / 16);
     }
 #pragma unroll
     for (int nt = 0; nt < kTiles; ++nt) {

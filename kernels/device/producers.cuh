@@ -51,6 +51,36 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
   ptx::PrefetchTensorMap(tmap_wq);
 }
 
+// One unit's blocks through the quantizer (warp-collective): the unit's blocks [b_begin, b_end)
+// of each of its rows as one index space over rows, so that every lane has blocks in flight
+// whatever the chunk width.
+template <class Cfg, class Arch, class Variant, class Input>
+__device__ __forceinline__ void QuantizeUnit(const OutProjParams& p, const WorkUnit& w, uint32_t u,
+                                             const OsComputed& os_src, const Input& input,
+                                             int lane, int blocks_per_row, int blocks_per_chunk) {
+  constexpr int kBlocksInFlight = 4;  // per lane (memory-level parallelism)
+  const int b_begin = w.chunk_begin * blocks_per_chunk;
+  const int b_end_c = w.chunk_end * blocks_per_chunk;
+  const int b_end = b_end_c < blocks_per_row ? b_end_c : blocks_per_row;
+  const int nb = b_end - b_begin;
+  const int total = static_cast<int>(w.row_end - w.row0) * nb;
+  for (int i0 = lane; i0 < total; i0 += 32 * kBlocksInFlight) {
+#pragma unroll
+    for (int d = 0; d < kBlocksInFlight; ++d) {
+      const int i = i0 + 32 * d;
+      if (i < total) {
+        Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(i));
+        const int64_t row = w.row0 + i / nb;
+        const int b = b_begin + i % nb;
+        QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
+                                      p.act_q + row * (p.k / 2) + b * 8,
+                                      p.act_sf + row * blocks_per_row + b, input,
+                                      b * Cfg::kSfVec);
+      }
+    }
+  }
+}
+
 // Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish
 // (Variant: variant.cuh; the product's hooks are empty).
 template <class Cfg, class Arch, class Variant>
@@ -62,45 +92,35 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
   const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
   const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
-  constexpr int kBlocksInFlight = 4;  // per lane (memory-level parallelism)
   for (;;) {
     const uint32_t u = ClaimUnit(p.ready_flags);
     if (u >= units.count) break;
     const WorkUnit w = units.Unit(u);
     if constexpr (Variant::kBranch && Variant::kBranchDown) {
-      // The branch's units: quantized and down-projected from the same registers (lowrank.cuh);
-      // the codes published before the partial sums are stored (the GEMM needs only the codes;
-      // l has its own word, ready_flags.h).
+      // The branch's units (lowrank.cuh). The front's chunk-0 units gate the first tiles'
+      // start: they are quantized alone (blocks in flight), published, then down-projected
+      // (attn_out read again). Every other unit is quantized and down-projected from the same
+      // registers (attn_out read once), then published. Either way the partial sums follow the
+      // publish (the GEMM needs only the codes; l has its own word, ready_flags.h).
       static_assert(Variant::kPublish, "a branch Variant publishes every unit");
       float acc[kMaxRankTiles][4] = {};
-      BranchQuantizeUnit<kMaxRankTiles, Arch, Variant>(p, w, u, os_src, input, acc);
+      const bool publish_first = u < units.front_groups;
+      if (publish_first) {
+        QuantizeUnit<Cfg, Arch, Variant>(p, w, u, os_src, input, lane, blocks_per_row,
+                                         blocks_per_chunk);
+      } else {
+        BranchDownUnit<kMaxRankTiles, Arch, Variant, true>(p, w, u, os_src, input, acc);
+      }
       Variant::Pause(PauseSite::kQuantizerPublish, u);
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+      if (publish_first) {
+        BranchDownUnit<kMaxRankTiles, Arch, Variant, false>(p, w, u, os_src, input, acc);
+      }
       BranchFinishUnit<kUnitRows<Cfg, Variant>, Variant>(p, w, units.chunks, acc);
       continue;
     }
-    // The unit's blocks [b_begin, b_end) of each of its rows, as one index space over rows so
-    // that every lane has blocks in flight whatever the chunk width.
-    const int b_begin = w.chunk_begin * blocks_per_chunk;
-    const int b_end_c = w.chunk_end * blocks_per_chunk;
-    const int b_end = b_end_c < blocks_per_row ? b_end_c : blocks_per_row;
-    const int nb = b_end - b_begin;
-    const int total = static_cast<int>(w.row_end - w.row0) * nb;
-    for (int i0 = lane; i0 < total; i0 += 32 * kBlocksInFlight) {
-#pragma unroll
-      for (int d = 0; d < kBlocksInFlight; ++d) {
-        const int i = i0 + 32 * d;
-        if (i < total) {
-          Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(i));
-          const int64_t row = w.row0 + i / nb;
-          const int b = b_begin + i % nb;
-          QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
-                                        p.act_q + row * (p.k / 2) + b * 8,
-                                        p.act_sf + row * blocks_per_row + b, input,
-                                        b * Cfg::kSfVec);
-        }
-      }
-    }
+    QuantizeUnit<Cfg, Arch, Variant>(p, w, u, os_src, input, lane, blocks_per_row,
+                                     blocks_per_chunk);
     Variant::Pause(PauseSite::kQuantizerPublish, u);
     if constexpr (Variant::kPublish) {
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
