@@ -19,8 +19,10 @@
 //   kBranchNoDown    without the quantizers' down-projection and the load warp's l gate: the
 //                    up-projection reads whatever l the workspace holds (out is not checked).
 //                    fused_smoothed_lowrank32 - this = the down-projection's and the gate's.
-//   kBranchNeither   without either: the branch instance's unit order (8-row chunk units) and
-//                    registers alone. this - fused_smoothed = that structure's cost.
+//   kBranchNeither   without either: what is left of the branch instance is its unit map (8-row
+//                    chunk units), MaybeSmoothedInput and the branch words' zeroing at exit, the
+//                    quantizers otherwise the plain loop. this - fused_smoothed = that structure's
+//                    cost.
 
 #include "kernels/device/kernel_set.h"
 

@@ -82,6 +82,7 @@ TEST(TimingVariantsTest, BranchHalves) {
     SCOPED_TRACE(::testing::Message() << "emulation " << static_cast<int>(e));
     testbed::RunOptions o;
     o.sm90_emulation = e;
+    o.tile = kOutProjTileDefault;  // the branch variants have this tile alone (kAuto may not)
     const OutProjArgs branch = testbed::ArgsFor(*d, o);
     OutProjArgs smoothed = branch;
     smoothed.lora_down = Operand();

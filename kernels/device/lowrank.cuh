@@ -72,6 +72,7 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
                                                uint32_t u, const OsSource& os_src,
                                                const Input& input, float (&acc)[kTiles][4]) {
   const int tiles = p.lora_rank / 16;
+  static_assert(kBranchUnitRows == 8, "lane (g, t) holds row g of the unit: the MMAs' n8");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int chunk_elems = ChunkElems(p.k);
   const int k_begin = w.chunk_begin * chunk_elems;
@@ -202,10 +203,12 @@ __device__ __forceinline__ void BranchUpTile(WarpAcc<Cfg>& acc, int64_t row_base
         acc.v[i][jn][e] = __fmul_rn(Arch::UnscaleAcc(acc.v[i][jn][e]), alpha);  // o, section 6
       }
   // One k16 step of l at a time: its lora_up fragments for every n8 (2 registers each), then per
-  // m16 fragment l's (4 registers), each MMA accumulating into o in place.
+  // m16 fragment l's (4 registers), each MMA accumulating into o in place. The step's k slots
+  // {2t, 2t + 1} and {2t + 8, 2t + 9} are ranks j, j + 1 and j + 2, j + 3 (j = 16 s + 4 t), on
+  // both operands: a lane reads 8 contiguous bytes of l and of lora_up per row.
 #pragma unroll 1
   for (int s = 0; s < r / 16; ++s) {
-    const int j = 16 * s + 4 * t;  // the lane's four ranks of this step (the permutation above)
+    const int j = 16 * s + 4 * t;  // the lane's four ranks of this step
     uint32_t b[Cfg::kNFrags][2];
 #pragma unroll
     for (int jn = 0; jn < Cfg::kNFrags; ++jn) {

@@ -53,8 +53,8 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
 
 // One unit's blocks through the quantizer (warp-collective): the unit's blocks [b_begin, b_end)
 // of each of its rows as one index space over rows, so that every lane has blocks in flight
-// whatever the chunk width.
-template <class Cfg, class Arch, class Variant, class Input>
+// whatever the chunk width. kStreamed: attn_out read once (LoadBlock).
+template <class Cfg, class Arch, class Variant, bool kStreamed = true, class Input>
 __device__ __forceinline__ void QuantizeUnit(const OutProjParams& p, const WorkUnit& w, uint32_t u,
                                              const OsComputed& os_src, const Input& input,
                                              int lane, int blocks_per_row, int blocks_per_chunk) {
@@ -72,10 +72,9 @@ __device__ __forceinline__ void QuantizeUnit(const OutProjParams& p, const WorkU
         Variant::Pause(PauseSite::kQuantizerBlock, u * 4096u + static_cast<uint32_t>(i));
         const int64_t row = w.row0 + i / nb;
         const int b = b_begin + i % nb;
-        QuantizeBlockFromGlobal<Arch>(p.attn_out + row * p.k + b * Cfg::kSfVec, os_src,
-                                      p.act_q + row * (p.k / 2) + b * 8,
-                                      p.act_sf + row * blocks_per_row + b, input,
-                                      b * Cfg::kSfVec);
+        QuantizeBlockFromGlobal<Arch, kStreamed>(
+            p.attn_out + row * p.k + b * Cfg::kSfVec, os_src, p.act_q + row * (p.k / 2) + b * 8,
+            p.act_sf + row * blocks_per_row + b, input, b * Cfg::kSfVec);
       }
     }
   }
@@ -106,8 +105,9 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
       float acc[kMaxRankTiles][4] = {};
       const bool publish_first = u < units.front_groups;
       if (publish_first) {
-        QuantizeUnit<Cfg, Arch, Variant>(p, w, u, os_src, input, lane, blocks_per_row,
-                                         blocks_per_chunk);
+        // Read again by the down-projection below: not evict-first.
+        QuantizeUnit<Cfg, Arch, Variant, false>(p, w, u, os_src, input, lane, blocks_per_row,
+                                                blocks_per_chunk);
       } else {
         BranchDownUnit<kMaxRankTiles, Arch, Variant, true>(p, w, u, os_src, input, acc);
       }

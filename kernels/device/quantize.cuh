@@ -189,12 +189,14 @@ struct MaybeSmoothedInput {
 };
 
 // One 16-element block at `src` (32 bytes, 16-byte aligned; its first column `col`) as the
-// quantizer sees it: the bf16 pairs w[0..7] through the input policy.
-template <class Input>
+// quantizer sees it: the bf16 pairs w[0..7] through the input policy. kStreamed: evict-first
+// loads (ld.global.cs), for data read once; otherwise cached as usual (read again soon).
+template <bool kStreamed = true, class Input>
 __device__ __forceinline__ void LoadBlock(const uint16_t* __restrict__ src, const Input& input,
                                           int col, uint32_t (&w)[8]) {
-  const uint4 v0 = __ldcs(reinterpret_cast<const uint4*>(src));  // streamed: read once
-  const uint4 v1 = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  const uint4 v0 = kStreamed ? __ldcs(s) : __ldg(s);
+  const uint4 v1 = kStreamed ? __ldcs(s + 1) : __ldg(s + 1);
   w[0] = v0.x, w[1] = v0.y, w[2] = v0.z, w[3] = v0.w;
   w[4] = v1.x, w[5] = v1.y, w[6] = v1.z, w[7] = v1.w;
   input.Apply(col, w);
@@ -213,14 +215,14 @@ __device__ __forceinline__ void QuantizeStoreBlock(const uint32_t (&w)[8], const
 
 // Quantizes one 16-element block at `src` (its first column `col`) into codes[0..7], *sf,
 // through the input policy.
-template <class Arch, class Input = PlainInput, class OsSource>
+template <class Arch, bool kStreamed = true, class Input = PlainInput, class OsSource>
 __device__ __forceinline__ void QuantizeBlockFromGlobal(const uint16_t* __restrict__ src,
                                                         const OsSource& os_src,
                                                         uint8_t* __restrict__ codes,
                                                         uint8_t* __restrict__ sf,
                                                         const Input& input = Input(), int col = 0) {
   uint32_t w[8];
-  LoadBlock(src, input, col, w);
+  LoadBlock<kStreamed>(src, input, col, w);
   QuantizeStoreBlock<Arch>(w, os_src, codes, sf);
 }
 

@@ -134,6 +134,7 @@ def cuda_library(
         gated_archs = ["sm_120f"],
         visibility = None,
         tags = [],
+        testonly = False,
         **kwargs):
     """A cc_library made of nvcc-compiled .cu sources (see the module docstring).
 
@@ -151,6 +152,7 @@ def cuda_library(
         ptxas_gate = ptxas_gate,
         gated_archs = gated_archs,
         tags = tags,
+        testonly = testonly,
         visibility = ["//visibility:private"],
     )
     # Built by `bazel build //...`, so every report is current after a build.
@@ -159,6 +161,7 @@ def cuda_library(
         srcs = [":" + name + "_cuda_objects"],
         output_group = "ptxas_reports",
         tags = tags,
+        testonly = testonly,
         visibility = ["//visibility:private"],
     )
     native.cc_library(
@@ -170,5 +173,6 @@ def cuda_library(
         linkstatic = True,
         visibility = visibility,
         tags = tags,
+        testonly = testonly,
         **kwargs
     )
