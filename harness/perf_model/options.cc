@@ -33,25 +33,44 @@ using internal::UnitSplit;
 // (WorkUnits<8, kChunkUnits>), wherever it is.
 constexpr int kBranchUnitRows = kernels::kBranchUnitRows;
 static_assert(kBranchUnitRows == 8, "the tests assume 8-row units");
-// A branch unit's loop (lowrank.cuh BranchQuantizeUnit, `#pragma unroll 1`): lane (g, t) takes
-// row g's blocks t, t + 4, ...: ONE 16-element block a lane and iteration (the plain quantizer
-// has 4 in flight, producers.cuh kBlocksInFlight), chunk_elems / 64 iterations (16 at K = 7168).
-// An iteration loads its block of x (ld.global.cs, attn_out's only read: a DRAM round trip, as in
-// the quantizer model's iteration), smooths, quantizes and stores it (the quantizer model's
-// instructions per block), then per 16 ranks loads lora_down (4 LDG.128: 2 rank rows x 32 bytes)
-// and issues 4 m16n8k16 MMAs on the block's registers: 4 LDG + 4 HMMA + ~2 address / guard = 10
-// instructions [ASSUMED]. The lora_down loads come after the block's quantization and stores in
-// program order (past its `has_row` branch, each behind its rank tile's guard): an L2 round trip
-// after x's DRAM one [ASSUMED: ptxas does not hoist them above the quantization; the SASS would
-// show; low: hoisted, under x's round trip]. No pipelining across iterations [ASSUMED: unroll 1];
-// the MMAs' accumulator chain (4 a rank tile) runs under the next iteration's loads: left out.
-// The unit publishes after its last iteration (QuantizerLoop): all of it delays its chunk.
+// A branch unit is one of two kinds (producers.cuh QuantizerLoop): u < front_groups (chunk 0 of
+// the front m-tiles' groups: what the first tiles' first stages wait for) or any other.
+// Every other unit runs the fused loop (lowrank.cuh BranchDownUnit<kQuantize = true>, `#pragma
+// unroll 1`): lane (g, t) takes row g's blocks t, t + 4, ...: ONE 16-element block a lane and
+// iteration (the plain quantizer has 4 in flight, producers.cuh QuantizeUnit), chunk_elems / 64
+// iterations (16 at K = 7168). An iteration loads its block of x (ld.global.cs, the unit's only
+// read of it: a DRAM round trip, as in the quantizer model's iteration), smooths, quantizes and
+// stores it (the quantizer model's instructions per block), then per 16 ranks loads lora_down
+// (4 LDG.128: 2 rank rows x 32 bytes) and issues 4 m16n8k16 MMAs on the block's registers:
+// 4 LDG + 4 HMMA + ~2 address / guard = 10 instructions [ASSUMED]. The lora_down loads come after
+// the block's quantization and stores in program order (past its `has_row` branch, each behind
+// its rank tile's guard): an L2 round trip after x's DRAM one [ASSUMED: ptxas does not hoist them
+// above the quantization; the SASS would show; low: hoisted, under x's round trip]. No
+// pipelining across iterations [ASSUMED: unroll 1]; the MMAs' accumulator chain (4 a rank tile)
+// runs under the next iteration's loads: left out. The unit publishes after its last iteration:
+// all of it delays its chunk.
+// A front chunk-0 unit is quantized alone first (QuantizeUnit<kStreamed = false>, the plain op's
+// loop: quant_depth blocks a lane in flight, the quantizer model's iterations over its 8 rows;
+// x through a cached load, not evict-first), published, then down-projected by the same loop
+// without the quantization (BranchDownUnit<kQuantize = false>): an iteration reads its block of
+// x again (an L2 hit, read microseconds before [ASSUMED in every reading: not an L1 hit, the
+// warp's own lora_down reads, 64 KB a unit at r = 32, and the SM's other units' pass through
+// L1]), smooths it again, issues x's loads and the loop (kDownOnlyInstrPerBlock), then
+// lora_down's loads and the MMAs as above. With act_smooth the smoothing, inside the `has_row`
+// branch, waits for x, so lora_down's round trip follows x's [ASSUMED, as above; low: under it];
+// without it nothing between them uses x: under it. These lora_down reads are the call's first of
+// chunk 0 (every front chunk-0 unit the same columns in the same iteration): DRAM misses
+// [ASSUMED; the other units' first reads of chunks 1 .. 6 are taken as (loaded) L2 hits]. Its
+// publish waits for its quantization alone; the loop delays its arrival and its warp's next unit.
 constexpr double kDownInstrPerRankTile = 10;
+// x's 2 LDG.128, their address and the loop's counter, compare and branch [ASSUMED].
+constexpr double kDownOnlyInstrPerBlock = 6;
 // After the publish (its PublishUnit membar.gl waits for the codes' stores, as the plain op's:
-// counted on neither side), BranchFinishUnit: the partials' stores, every lane's membar.gl,
-// which waits for them (one L2 round trip) [ASSUMED], then, when K has more than one chunk, one
-// lane's atomicAdd on the group's counter, whose return value the warp waits for: one more round
-// trip. The last arrival's acquire membar.gl (nothing outstanding) is left out.
+// counted on neither side) and a front chunk-0 unit's down-projection, BranchFinishUnit: the
+// partials' stores, every lane's membar.gl, which waits for them (one L2 round trip) [ASSUMED],
+// then, when K has more than one chunk, one lane's atomicAdd on the group's counter, whose return
+// value the warp waits for: one more round trip. The last arrival's acquire membar.gl (nothing
+// outstanding) is left out.
 constexpr int kPartialsFenceRoundTrips = 1, kArrivalRoundTrips = 1;
 // The group's last arrival adds the group's partials: per lane ceil(8 r / 4 / 32) = ceil(r / 16)
 // steps of 4 ranks of one row; a step loads slot 0 and slots 1 .. chunks - 1 in a loop unrolled
@@ -80,7 +99,7 @@ double Loaded(const Hardware& hw, double latency, double rho) {
 }
 
 // Seconds one quantizer warp spends quantizing `rows` x `cols` (quantizer.cc: a DRAM round trip +
-// quant_depth blocks per lane per iteration; a branch unit's loop: quant_depth 1).
+// quant_depth blocks per lane per iteration).
 double QuantSeconds(const Hardware& hw_q, const Design& d, int rows, double cols) {
   return std::ceil(rows * cols / 16 / 32 / d.quant_depth) * internal::QuantIterSeconds(hw_q, d);
 }
@@ -105,11 +124,15 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   if (o.act_smooth) hw_q.quant_instr_per_block.value += kSmoothInstrPerBlock[ri];
 
   // (d) act_smooth: Predict with the smoothed quantizer and the factors each unit reads from L2
-  // (its k-range x 4 B; the unit's rows share them in L1; the branch's MMAs take x' from the
-  // quantizer's registers: no second read).
+  // (its k-range x 4 B; the unit's rows share them in L1; the fused units' MMAs take x' from the
+  // quantizer's registers; the front's chunk-0 units smooth x again after their publish: chunk 0's
+  // factors again, from L2 [ASSUMED]).
+  const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows, /*chunk_units=*/true);
+  const double front0_rows = std::min(M, static_cast<double>(u.front_groups * kBranchUnitRows));
   if (o.act_smooth) {
     const double rows = r > 0 ? kBranchUnitRows : d.quant_rows_per_unit;
-    c.smooth_bytes = std::ceil(M / rows) * K * 4;
+    c.smooth_bytes = std::ceil(M / rows) * K * 4 +
+                     (r > 0 ? static_cast<double>(u.front_groups) * u.Cols(0, 1) * 4 : 0);
     c.smooth = internal::PredictWithExtraL2(hw_q, d, p, c.smooth_bytes).t_total - pr.t_total;
   }
   if (o.lora_rank <= 0) {
@@ -117,11 +140,12 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     return c;
   }
 
-  // (b) bytes, as the kernel moves them (lowrank.cuh). attn_out is read once, by the quantizer
-  // (the plain op's bytes). The arrival counters' atomics (4 B a unit) are left out.
-  const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows, /*chunk_units=*/true);
+  // (b) bytes, as the kernel moves them (lowrank.cuh). attn_out is read by the quantizer (the
+  // plain op's bytes) and again by the front's chunk-0 units' down-projections: their rows x
+  // chunk 0. The arrival counters' atomics (4 B a unit) are left out.
   const double chunks = u.chunks;
   c.bytes.lora_down = static_cast<double>(u.groups) * K * r * 2;
+  c.bytes.x_reread = front0_rows * u.Cols(0, 1) * 2;
   c.bytes.partial_write = M * chunks * r * 4;
   c.bytes.partial_read = M * chunks * r * 4;
   c.bytes.act_write = M * r * 2;
@@ -129,7 +153,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   c.bytes.lora_up = static_cast<double>(pr.m_tiles) * d.warps_m * N * r * 2;
   // Through the model's L2 and TMA-latency terms (Predict): all from L2 [ASSUMED: lora_down no L1
   // reuse (an SM's quantizer warps hold different units), lora_up none between the warps_m warps
-  // of a column], in every reading.
+  // of a column; x again: read microseconds before by a cached load], in every reading.
   const Prediction q = internal::PredictWithExtraL2(hw, d, p, c.bytes.Total());
   c.bytes_s = q.t_total - pr.t_total;
 
@@ -151,50 +175,62 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
 
   // The quantizer warps' units as (c) and (e) time them, the plain op's too: each iteration's
   // DRAM round trip at the reading's end of its range (hardware.cc; Predict keeps its value). A
-  // branch unit (producers.cuh QuantizerLoop): chunk_elems / 64 iterations of one block a lane
-  // (the quantizer model's iteration at quant_depth 1) + lora_down's round trip after it (low:
-  // under it) + the MMAs' issue (kDownInstrPerRankTile's comment), then the publish; then the
-  // partials' fence and the arrival (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more
-  // than one chunk); the group's last arrival then sums the partials, writes l and counts it on
-  // its m-tile's word (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives
-  // last. `lat`: lora_down's round trip.
+  // branch unit (producers.cuh QuantizerLoop; kDownInstrPerRankTile's comment): a front chunk-0
+  // unit's quantization (the quantizer model's iterations over 8 rows), its publish, then
+  // chunk_elems / 64 iterations of one block a lane: x's L2 round trip again + the smoothing and
+  // the loop + lora_down's DRAM round trip after it (act_smooth; low, or without it: under it) +
+  // the MMAs' issue. Every other unit: chunk_elems / 64 iterations of one block a
+  // lane (the quantizer model's iteration at quant_depth 1) + lora_down's round trip after it
+  // (low: under it) + the MMAs' issue, then the publish. Then either's partials' fence and arrival
+  // (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more than one chunk); the group's
+  // last arrival then sums the partials, writes l and counts it on its m-tile's word
+  // (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last. `lat`: the
+  // (loaded) L2 round trip.
   Hardware hw_u = hw_q;
   hw_u.dram_latency_s.value = Pick(hw.dram_latency_s, reading, false);
   const double dram = hw_u.dram_latency_s.value;
   Design d_branch = d;
   d_branch.quant_depth = 1;
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
-  const double down_issue =
-      kDownInstrPerRankTile * CeilDivI(o.lora_rank, 16) / hw.quant_warp_ipc.value / clk;
+  const double ipc_clk = hw.quant_warp_ipc.value * clk;
+  const double down_issue = kDownInstrPerRankTile * CeilDivI(o.lora_rank, 16) / ipc_clk;
   auto unit_iter = [&](double lat) {
     return internal::QuantIterSeconds(hw_u, d_branch) + down_issue +
            (reading == OptionsReading::kLow ? std::max(0.0, lat - dram) : lat);
+  };
+  const double x_again_issue =
+      (kDownOnlyInstrPerBlock + (o.act_smooth ? kSmoothInstrPerBlock[ri] : 0)) / ipc_clk;
+  const bool down_after_x = o.act_smooth && reading != OptionsReading::kLow;
+  auto front0_iter = [&](double lat) {
+    return lat + x_again_issue + down_issue + (down_after_x ? dram : std::max(0.0, dram - lat));
   };
   auto branch_iters = [&](double cols) { return std::ceil(kBranchUnitRows * cols / 16 / 32); };
   const int steps = CeilDivI(o.lora_rank, 16);
   const int batches = std::max(1, static_cast<int>(CeilDivI(u.chunks - 1, 4)));
   c.combine_round_trips = (reading == OptionsReading::kLow ? batches : steps * batches) + 1;
   const double combine_issue =
-      steps * (kCombineInstrPerStepBase + kCombineInstrPerStepPerChunk * u.chunks) /
-      hw.quant_warp_ipc.value / clk;
+      steps * (kCombineInstrPerStepBase + kCombineInstrPerStepPerChunk * u.chunks) / ipc_clk;
   const int tail_round_trips = kPartialsFenceRoundTrips + (u.chunks > 1 ? kArrivalRoundTrips : 0);
   auto quant = [&](int rows, double cols) { return QuantSeconds(hw_u, d, rows, cols); };
-  auto branch_unit = [&](int begin, int end, double lat) {
-    return UnitSplit{branch_iters(u.Cols(begin, end)) * unit_iter(lat), tail_round_trips * lat};
+  auto branch_unit = [&](int begin, int end, bool front0, double lat) {
+    const double cols = u.Cols(begin, end);
+    if (front0) {
+      return UnitSplit{quant(kBranchUnitRows, cols),
+                       branch_iters(cols) * front0_iter(lat) + tail_round_trips * lat};
+    }
+    return UnitSplit{branch_iters(cols) * unit_iter(lat), tail_round_trips * lat};
   };
 
   // (c) start-up: the first MMAs wait for chunk 0 of their m-tile, published once its front
-  // units' loops end: 8 rows, one block a lane in flight and lora_down's loads in every iteration,
-  // against the plain op's 4-row unit (d.quant_rows_per_unit) at quant_depth blocks in flight.
-  // The front's chunk-0 units are the first to read lora_down's chunk 0, all of them the same
-  // columns in the same iteration: those loads miss L2, a DRAM round trip [ASSUMED: nothing reads
-  // lora_down before]. Both latency-bound, the plain op's as Predict has it [ASSUMED: not hidden
-  // by the quantizer's DRAM bandwidth bound].
+  // units' quantizations end: 8 rows at quant_depth blocks a lane in flight (the down-projection
+  // comes after the publish), against the plain op's 4-row unit (d.quant_rows_per_unit). Both
+  // latency-bound, the plain op's as Predict has it [ASSUMED: not hidden by the quantizer's DRAM
+  // bandwidth bound].
   const int plain_rows = d.quant_rows_per_unit;
   const UnitMap u_plain = Units(hw, d, p, pr, plain_rows, /*chunk_units=*/false);
   c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1));
-  c.startup_iter_s = unit_iter(dram);
-  c.quant_front0_s = branch_iters(u.Cols(0, 1)) * c.startup_iter_s;
+  c.startup_iter_s = internal::QuantIterSeconds(hw_u, d);
+  c.quant_front0_s = quant(kBranchUnitRows, u.Cols(0, 1));
   c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
 
   // (e) keep-up: every unit claimed, timed, published and (the branch) finished and combined
@@ -204,7 +240,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const int64_t warps = u.grid * d.quant_warps;
   const QuantSchedule plain_schedule = RunQuantizer(
       u_plain, warps,
-      [&](int begin, int end) {
+      [&](int begin, int end, bool) {
         return UnitSplit{quant(plain_rows, u_plain.Cols(begin, end)), 0};
       },
       /*combine=*/-1);
@@ -213,20 +249,23 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   c.stall_plain = plain.stall;
   c.chunks = u.chunks;
   const double t_fixed = c.t_plain + c.tensor + c.bytes_s + c.startup + c.smooth;
-  // The op's time when the branch's L2 accesses (lora_down, the fences, the atomics, the
+  // The op's time when the branch's L2 accesses (lora_down, x again, the fences, the atomics, the
   // combines) see the L2 at utilisation rho: all of them beside the GEMM [ASSUMED: the front's
-  // first units too, whose loops end before the first MMAs: the replay excludes their chunk 0,
-  // the start-up's; lora_down's first reads of the other chunks, DRAM misses, at the loaded L2
-  // round trip].
+  // chunk-0 units' down-projections too, which start before the first MMAs; lora_down's first
+  // reads of chunks 1 .. 6, DRAM misses, at the loaded L2 round trip].
   auto at_rho = [&](double rho) {
     const double lat = Loaded(hw, l2_lat, rho);
     c.unit_iter_s = unit_iter(lat);
-    const UnitSplit unit = branch_unit(0, 1, lat);
+    const UnitSplit unit = branch_unit(0, 1, false, lat);
     c.unit_publish_s = unit.publish;
     c.unit_finish_s = unit.finish;
+    c.front0_down_iter_s = front0_iter(lat);
+    c.front0_finish_s = branch_unit(0, 1, true, lat).finish;
     c.combine_s = c.combine_round_trips * lat + combine_issue;
     QuantSchedule s = RunQuantizer(
-        u, warps, [&](int begin, int end) { return branch_unit(begin, end, lat); }, c.combine_s);
+        u, warps,
+        [&](int begin, int end, bool front0) { return branch_unit(begin, end, front0, lat); },
+        c.combine_s);
     c.quant_busy_s = s.busy;
     const ModelReplay opt = ReplayGemm(u, d, pr, s.published, s.l_ready, pr.t_startup + c.startup);
     c.published = std::move(s.published);

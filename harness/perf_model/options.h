@@ -5,12 +5,15 @@
 // activation x a float factor in the quantizer warps, kernels/device/quantize.cuh) and the rank-r
 // low-rank branch (kernels/device/lowrank.cuh). The branch's units are 8 rows x ONE k-chunk
 // (work_units.h WorkUnits<8, kChunkUnits>: the m-tiles in blocks of the first wave's count, each
-// block chunk-major as the front, chunk 0 of every group, then chunk 1, ...): the quantizer warp
-// that claimed a unit quantizes it and down-projects it from the same registers (lowrank.cuh
-// BranchQuantizeUnit: one 16-element block a lane per iteration, x loaded once, lora_down loaded
-// and the MMAs issued in the same iteration), THEN publishes its chunk (producers.cuh
-// QuantizerLoop), then stores its partial sums lambda (slot = its chunk) and arrives on its
-// group's counter (BranchFinishUnit); the group's last arrival adds the group's partials, writes
+// block chunk-major as the front, chunk 0 of every group, then chunk 1, ...), of two kinds
+// (producers.cuh QuantizerLoop). The front's chunk-0 units (u < front_groups: the ones the first
+// tiles' first stages wait for) are quantized alone (QuantizeUnit, 4 blocks a lane in flight, as
+// a plain unit), published, then down-projected (lowrank.cuh BranchDownUnit<kQuantize = false>:
+// one block a lane per iteration, x read again and smoothed again, lora_down loaded and the MMAs
+// issued). Every other unit is quantized and down-projected from the same registers
+// (BranchDownUnit<kQuantize = true>: x loaded once), THEN published. Either way the unit then
+// stores its partial sums lambda (slot = its chunk) and arrives on its group's counter
+// (BranchFinishUnit); the group's last arrival adds the group's partials, writes
 // l = bf16(lambda) [M][r] and counts the group on its m-tile's BranchReadyWord (ready_flags.h).
 // The load warp gates a tile's LAST A stage on that word reaching the m-tile's groups
 // (loader.cuh; every other stage waits for its chunk alone), and each consumer warp, per
@@ -19,18 +22,19 @@
 // effect, each stated in options.cc with its assumption:
 //   (a) tensor   the branch's bf16 MMAs (2 M K r + 2 M N r FLOP) on the tensor pipes the NVFP4
 //                main loop uses, at Hardware::bf16_mma_flop_per_clk_per_sm
-//   (b) bytes    the branch's extra L2 traffic (lora_down per unit, the partials written and read
-//                once, l written and read per warp tile, lora_up; x is not read again) through
-//                Predict's own L2 / TMA-latency terms
-//   (c) start-up a front chunk-0 unit's loop (8 rows, one block a lane in flight, lora_down's
-//                cold loads and the MMAs in every iteration) before its chunk is published,
-//                against the plain op's 4-row unit: the first MMAs wait for it
+//   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x again for the front's
+//                chunk-0 units, the partials written and read once, l written and read per warp
+//                tile, lora_up) through Predict's own L2 / TMA-latency terms
+//   (c) start-up a front chunk-0 unit's quantization (8 rows, 4 blocks a lane in flight) before
+//                its chunk is published, against the plain op's 4-row unit: the first MMAs wait
+//                for it
 //   (d) smooth   act_smooth's instructions in the quantizer and its factor reads, through Predict's
 //                quantizer model
-//   (e) keep-up  every unit occupies its warp longer (its loop before the publish; after it the
-//                partials' fence and the arrival; the group's last, the partials' sum and l), so
-//                chunks are published later, and each tile's last stage waits for its m-tile's l:
-//                the stall both cause the critical CTA, replayed per CTA against the GEMM
+//   (e) keep-up  every unit occupies its warp longer (a front chunk-0 unit its down-projection
+//                after its publish; every other unit its fused loop before it; then the partials'
+//                fence and the arrival; the group's last, the partials' sum and l), so chunks
+//                are published later, and each tile's last stage waits for its m-tile's l: the
+//                stall both cause the critical CTA, replayed per CTA against the GEMM
 
 #include <cstdint>
 #include <string>
@@ -52,13 +56,14 @@ enum class OptionsReading { kLow, kDefault, kHigh };
 // SM-side L2 bytes the branch adds to the call.
 struct BranchBytes {
   double lora_down = 0;      // each unit its chunk of all r rows: ceil(M / 8) x K x r x 2
+  double x_reread = 0;       // the front's chunk-0 units' x, again: their rows x chunk 0 x 2
   double partial_write = 0;  // f32 partials, one slot per chunk: M x chunks x r x 4
   double partial_read = 0;   // the groups' last units read them back once: M x chunks x r x 4
   double act_write = 0;      // l = bf16(lambda), once per row: M x r x 2
   double act_read = 0;       // each warp tile its rows' l: M x ceil(N / warp tile N) x r x 2
   double lora_up = 0;        // each warp tile its columns: m-tiles x warps_m x N x r x 2
   double Total() const {
-    return lora_down + partial_write + partial_read + act_write + act_read + lora_up;
+    return lora_down + x_reread + partial_write + partial_read + act_write + act_read + lora_up;
   }
 };
 
@@ -68,7 +73,7 @@ struct OptionsCost {
   double t_plain = 0;  // Predict(hw, d, p).t_total (raw seconds)
   double flop_down = 0, flop_up = 0;
   BranchBytes bytes;
-  double smooth_bytes = 0;              // act_smooth's factors read per unit (L2)
+  double smooth_bytes = 0;              // act_smooth's factors read per unit (L2; front0 twice)
   double bf16_flop_per_clk_per_sm = 0;  // the reading's bf16 rate
   // The terms, seconds on the critical SM added to t_plain (each 0 where its option is off).
   double tensor_serial = 0;  // (a) the branch's MMAs, after the main loop's on the shared pipes
@@ -79,11 +84,13 @@ struct OptionsCost {
   double smooth = 0;         // (d)
   double keepup = 0;         // (e)
   // The inputs of (c) and (e).
-  double quant_front0_s = 0;        // a front chunk-0 unit's loop (8 rows): its publish
+  double quant_front0_s = 0;        // a front chunk-0 unit's quantization (8 rows): its publish
   double quant_front0_plain_s = 0;  //   the plain op's (d.quant_rows_per_unit rows)
-  double startup_iter_s = 0;        //   one iteration of its loop (lora_down from DRAM)
-  double unit_iter_s = 0;           // one iteration of a unit's loop in (e) (lora_down from L2)
-  double unit_publish_s = 0;        // a unit (one chunk) from its claim to its publish
+  double startup_iter_s = 0;        //   one iteration of it (quant_depth blocks a lane)
+  double front0_down_iter_s = 0;    //   then one iteration of its down-projection (x again)
+  double front0_finish_s = 0;       //   its publish to its arrival: that loop, partials, atomic
+  double unit_iter_s = 0;           // one iteration of every other unit's fused loop
+  double unit_publish_s = 0;        //   such a unit (one chunk) from its claim to its publish
   double unit_finish_s = 0;         //   then to its arrival: partials' stores, fence, atomic
   double combine_s = 0;             // what a group's last arrival adds: partials' sum, l, fence
   int combine_round_trips = 0;      //   in L2 round trips

@@ -45,29 +45,33 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
   std::printf(
       "  r = 32 + smooth, default reading: FLOP down %.3g + up %.3g at %.0f FLOP/clk/SM (bf16, f32 "
       "accumulate): %.1f us serial on the critical SM (low: %.0f FLOP/clk/SM, only what the plain "
-      "op's %.1f us of tensor-idle time cannot take: %.1f us). L2 bytes: lora_down %.1f + "
-      "partials written %.1f, read %.1f + l written %.1f, read %.1f + lora_up %.1f = %.1f MB (+ "
-      "act_smooth's factors %.1f MB; x is read once, by the quantizer).\n",
+      "op's %.1f us of tensor-idle time cannot take: %.1f us). L2 bytes: lora_down %.1f + x again "
+      "%.1f (the front's chunk-0 units) + partials written %.1f, read %.1f + l written %.1f, read "
+      "%.1f + lora_up %.1f = %.1f MB (+ act_smooth's factors %.1f MB).\n",
       c.flop_down, c.flop_up, c.bf16_flop_per_clk_per_sm, c.tensor_serial * kUs,
       lo.bf16_flop_per_clk_per_sm, lo.tensor_idle * kUs, lo.tensor * kUs, c.bytes.lora_down * 1e-6,
-      c.bytes.partial_write * 1e-6, c.bytes.partial_read * 1e-6,
+      c.bytes.x_reread * 1e-6, c.bytes.partial_write * 1e-6, c.bytes.partial_read * 1e-6,
       c.bytes.act_write * 1e-6, c.bytes.act_read * 1e-6, c.bytes.lora_up * 1e-6,
       c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
   std::printf(
-      "    a unit (8 rows x one k-chunk): %.0f iterations of one block a lane, quantized and "
+      "    a front chunk-0 unit (8 rows x chunk 0): quantized alone, %.0f iterations of 4 blocks a "
+      "lane (%.0f ns each), published after %.1f us (low %.1f; the start-up, against the plain "
+      "op's 4-row unit's %.1f us), then down-projected: %.0f iterations of x again from L2, "
+      "lora_down's first reads from DRAM [ASSUMED], %.0f ns each (low %.0f), %.1f us to its "
+      "arrival. Every other unit: %.0f iterations of one block a lane, quantized and "
       "down-projected from the same registers, %.0f ns each beside the GEMM (x's DRAM round trip, "
-      "then lora_down's loaded L2 one [ASSUMED]; low %.0f ns, lora_down under x's), %.1f us to "
-      "its publish; then its partials fenced and its arrival counted in %.1f us; the group's last "
-      "+ %.1f us (%d round trips: partials' sum, l; low %d). The start-up: a front chunk-0 unit "
-      "publishes after %.1f us (%.0f ns an iteration, lora_down's first reads from DRAM; low "
-      "%.1f us), the plain op's 4-row unit after %.1f us. Quantizer warps busy %.1f us each (low "
-      "%.1f) of the plain op's %.1f us. Latest after its unstalled need: a chunk's publication, "
-      "plain %+.1f us, with the options %+.1f us; an m-tile's l (at its tiles' last stage) %+.1f "
-      "us; the critical CTA's stall: plain %.1f us, with the options %.1f us.\n",
-      c.unit_publish_s / c.unit_iter_s, c.unit_iter_s * 1e9, lo.unit_iter_s * 1e9,
-      c.unit_publish_s * kUs, c.unit_finish_s * kUs, c.combine_s * kUs, c.combine_round_trips,
-      lo.combine_round_trips, c.quant_front0_s * kUs, c.startup_iter_s * 1e9,
-      lo.quant_front0_s * kUs, c.quant_front0_plain_s * kUs, c.quant_busy_s * kUs,
+      "then lora_down's loaded L2 one [ASSUMED]; low %.0f ns, lora_down under x's), %.1f us to its "
+      "publish; then its partials fenced and its arrival counted in %.1f us. The group's last "
+      "+ %.1f us (%d round trips: partials' sum, l; low %d). Quantizer warps busy %.1f us each "
+      "(low %.1f) of the plain op's %.1f us. Latest after its unstalled need: a chunk's "
+      "publication, plain %+.1f us, with the options %+.1f us; an m-tile's l (at its tiles' last "
+      "stage) %+.1f us; the critical CTA's stall: plain %.1f us, with the options %.1f us.\n",
+      c.quant_front0_s / c.startup_iter_s, c.startup_iter_s * 1e9, c.quant_front0_s * kUs,
+      lo.quant_front0_s * kUs, c.quant_front0_plain_s * kUs,
+      (c.front0_finish_s - c.unit_finish_s) / c.front0_down_iter_s, c.front0_down_iter_s * 1e9,
+      lo.front0_down_iter_s * 1e9, c.front0_finish_s * kUs, c.unit_publish_s / c.unit_iter_s,
+      c.unit_iter_s * 1e9, lo.unit_iter_s * 1e9, c.unit_publish_s * kUs, c.unit_finish_s * kUs,
+      c.combine_s * kUs, c.combine_round_trips, lo.combine_round_trips, c.quant_busy_s * kUs,
       lo.quant_busy_s * kUs, c.t_plain * kUs, c.lateness_plain * kUs, c.lateness_options * kUs,
       c.l_lateness * kUs, c.stall_plain * kUs, c.stall_options * kUs);
   std::printf(

@@ -48,12 +48,15 @@ QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seco
   QuantSchedule s;
   s.published.assign(static_cast<size_t>(u.m_tiles * u.chunks), -1e30);
   if (branch) s.l_ready.assign(static_cast<size_t>(u.m_tiles), -1e30);
-  // A unit's time depends on its chunks alone: [begin * (chunks + 1) + end].
+  // A unit's time depends on its chunks and its kind alone: [(front0 * (chunks + 1) + begin) *
+  // (chunks + 1) + end].
   const int stride = u.chunks + 1;
-  std::vector<UnitSplit> times(static_cast<size_t>(stride * stride));
-  for (int b = 0; b < u.chunks; ++b) {
-    for (int e = b + 1; e <= u.chunks; ++e) {
-      times[static_cast<size_t>(b * stride + e)] = seconds(b, e);
+  std::vector<UnitSplit> times(static_cast<size_t>(2 * stride * stride));
+  for (int f = 0; f < 2; ++f) {
+    for (int b = 0; b < u.chunks; ++b) {
+      for (int e = b + 1; e <= u.chunks; ++e) {
+        times[static_cast<size_t>((f * stride + b) * stride + e)] = seconds(b, e, f == 1);
+      }
     }
   }
   // A binary min-heap of events by (time, then FIFO), by hand: std::priority_queue's layers cost
@@ -116,7 +119,8 @@ QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seco
     }
     if (next == count) continue;  // the warp is free at e.t: it claims the next unit, if any
     u.Decode(next, &group, &begin, &end);
-    const UnitSplit& t = times[static_cast<size_t>(begin * stride + end)];
+    const int front0 = next < u.front_groups ? 1 : 0;
+    const UnitSplit& t = times[static_cast<size_t>((front0 * stride + begin) * stride + end)];
     total += t.publish + t.finish;
     const int64_t m_tile = group / groups_per_m_tile;
     for (int c = begin; c < end; ++c) {

@@ -60,14 +60,16 @@ struct UnitMap {
 UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Prediction& pr, int rows,
               bool chunk_units);
 
-// A unit's time on its warp, in two parts: from its claim to its publish (the plain op's: its
-// quantization; the branch's: its quantize + down-project loop), and from its publish to its
-// arrival on its group's counter (the branch's partials' stores, fence and atomic; 0 in the
-// plain op).
+// A unit's time on its warp, in two parts: from its claim to its publish, and from its publish
+// to its arrival on its group's counter (0 in the plain op). The plain op's: its quantization,
+// then nothing. The branch's (producers.cuh QuantizerLoop): a front chunk-0 unit (front0: u <
+// front_groups) its quantization alone, then its down-projection, partials' stores, fence and
+// atomic; every other unit its quantize + down-project loop, then the partials, fence, atomic.
 struct UnitSplit {
   double publish = 0, finish = 0;
 };
-using UnitTime = std::function<UnitSplit(int begin, int end)>;  // a unit of chunks [begin, end)
+// A unit of chunks [begin, end); front0: one of the first front_groups units.
+using UnitTime = std::function<UnitSplit(int begin, int end, bool front0)>;
 
 // The quantizer warps over the call, from the kernel's start.
 struct QuantSchedule {
@@ -79,12 +81,13 @@ struct QuantSchedule {
 // The units claimed in increasing order from one counter (work_units.h), each by the warp that
 // frees first; a unit publishes its chunks at the end of its first part (a chunk of an m-tile is
 // published with the last of its groups' units). With the branch (combine >= 0), the warp then
-// stores the unit's partials and arrives on the group's counter: the group's last arrival (in time,
-// as the atomic orders them; the group's every unit one chunk) sums the partials and writes l,
-// `combine` more, and an m-tile's l is ready when its last group's is. A warp claims its next unit
-// only then. Simulated event by event in time order (one event a unit: its arrival, the plain
-// op's its end; one more a group's last arrival: its combine's end), so a unit learns whether it
-// is its group's last at its arrival, every unit claimed before then having its arrival time.
+// runs the unit's second part (a front chunk-0 unit's down-projection, then every unit's partials)
+// and arrives on the group's counter: the group's last arrival (in time, as the atomic orders
+// them; the group's every unit one chunk) sums the partials and writes l, `combine` more, and an
+// m-tile's l is ready when its last group's is. A warp claims its next unit only then. Simulated
+// event by event in time order (one event a unit: its arrival, the plain op's its end; one more a
+// group's last arrival: its combine's end), so a unit learns whether it is its group's last at
+// its arrival, every unit claimed before then having its arrival time.
 QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seconds,
                            double combine);
 
