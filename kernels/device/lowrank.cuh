@@ -32,6 +32,7 @@
 #include "kernels/device/epilogue_policy.cuh"
 #include "kernels/device/mma.cuh"
 #include "kernels/device/params.h"
+#include "kernels/device/ptx.cuh"
 #include "kernels/device/quantize.cuh"
 #include "kernels/device/ready_flags.h"
 #include "kernels/device/scheduler.cuh"
@@ -86,6 +87,11 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
   uint8_t* sf = p.act_sf + row_q * (p.k / 16);
   const int64_t k8 = 8 * static_cast<int64_t>(p.k);  // eight rows of lora_down
   const uint16_t* down = p.lora_down + static_cast<int64_t>(g) * p.k;
+  // The loop below holds one block a lane (the producers' registers): the unit's rows go to L2
+  // ahead of it, so that its iterations wait for L2, not DRAM, round trips.
+  if (kQuantize && has_row && t == 0) {
+    ptx::BulkPrefetchL2(x + k_begin, static_cast<uint32_t>(k_end - k_begin) * 2u);
+  }
 #pragma unroll 1
   for (int c = k_begin + 16 * t; c < k_end; c += 64) {
     if constexpr (kQuantize) {
@@ -111,6 +117,19 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
       MmaBf16(acc[nt], a3, b3);
     }
   }
+}
+
+// lora_down to L2 before the first units (every unit of a chunk reads that chunk's columns of
+// it; without this the first ones wait for DRAM): CTA b's first quantizer lane prefetches its
+// 1/gridDim.x of the matrix.
+__device__ __forceinline__ void PrefetchLoraDown(const OutProjParams& p) {
+  const uint64_t bytes = static_cast<uint64_t>(p.lora_rank) * static_cast<uint64_t>(p.k) * 2u;
+  const uint64_t share = (bytes / gridDim.x + 15u) / 16u * 16u;  // 16-byte multiples
+  const uint64_t begin = share * blockIdx.x;
+  if (begin >= bytes) return;
+  const uint64_t n = bytes - begin < share ? bytes - begin : share;
+  ptx::BulkPrefetchL2(reinterpret_cast<const uint8_t*>(p.lora_down) + begin,
+                      static_cast<uint32_t>(n));
 }
 
 // The rest of a branch unit after its codes are published (warp-collective): its partial sums

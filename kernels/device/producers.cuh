@@ -91,6 +91,9 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
   const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
   const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
+  if constexpr (Variant::kBranch && Variant::kBranchDown) {
+    if (threadIdx.x == 32 * (Cfg::kLoadWarp + 1)) PrefetchLoraDown(p);  // a quantizer warp
+  }
   for (;;) {
     const uint32_t u = ClaimUnit(p.ready_flags);
     if (u >= units.count) break;
