@@ -38,30 +38,46 @@ static_assert(kBranchUnitRows == 8, "the tests assume 8-row units");
 // Every other unit runs the fused loop (lowrank.cuh BranchDownUnit<kQuantize = true>, `#pragma
 // unroll 1`): lane (g, t) takes row g's blocks t, t + 4, ...: ONE 16-element block a lane and
 // iteration (the plain quantizer has 4 in flight, producers.cuh QuantizeUnit), chunk_elems / 64
-// iterations (16 at K = 7168). An iteration loads its block of x (ld.global.cs, the unit's only
-// read of it: a DRAM round trip, as in the quantizer model's iteration), smooths, quantizes and
-// stores it (the quantizer model's instructions per block), then per 16 ranks loads lora_down
-// (4 LDG.128: 2 rank rows x 32 bytes) and issues 4 m16n8k16 MMAs on the block's registers:
-// 4 LDG + 4 HMMA + ~2 address / guard = 10 instructions [ASSUMED]. The lora_down loads come after
-// the block's quantization and stores in program order (past its `has_row` branch, each behind
-// its rank tile's guard): an L2 round trip after x's DRAM one [ASSUMED: ptxas does not hoist them
-// above the quantization; the SASS would show; low: hoisted, under x's round trip]. No
-// pipelining across iterations [ASSUMED: unroll 1]; the MMAs' accumulator chain (4 a rank tile)
-// runs under the next iteration's loads: left out. The unit publishes after its last iteration:
-// all of it delays its chunk.
+// iterations (16 at K = 7168). Before the loop (dab8b1d) lane t = 0 of each row issues one
+// cp.async.bulk.prefetch.L2 of the row's whole chunk (chunk_elems x 2 bytes: 16 KB a unit at K =
+// 7168). The first iteration's load of x (ld.global.cs) leaves with the prefetch: a DRAM round
+// trip, as in the quantizer model's iteration. Every later iteration's x is an L2 hit at the
+// loaded L2 round trip [ASSUMED in every reading: the bulk prefetch is honoured (not dropped),
+// lands within one DRAM round trip of its issue, and the unit's 16 KB stay in L2 until the loop
+// reads them]. The loop cannot outrun the prefetch: the second iteration's load leaves a DRAM
+// round trip (the first's) + its instructions after the prefetch, so within that bound every
+// later block is there; the first round's prefetches all leave at once (510 units x 16 KB on the
+// 5090) and share the DRAM's bandwidth: options_test checks that they land, at that bandwidth,
+// before the loops ask for them on average, and the per-iteration arrival is not modelled. An
+// iteration then smooths, quantizes and stores its block (the quantizer model's instructions per
+// block), then per 16 ranks loads lora_down (4 LDG.128: 2 rank rows x 32 bytes) and issues 4
+// m16n8k16 MMAs on the block's registers: 4 LDG + 4 HMMA + ~2 address / guard = 10 instructions
+// [ASSUMED]. The lora_down loads come after the block's quantization and stores in program order
+// (past its `has_row` branch, each behind its rank tile's guard): an L2 round trip after x's
+// [ASSUMED: ptxas does not hoist them above the quantization; the SASS would show; low: hoisted,
+// under x's round trip, the first iteration's DRAM one or the later ones' L2 one]. No pipelining
+// across iterations [ASSUMED: unroll 1]; the MMAs' accumulator chain (4 a rank tile) runs under
+// the next iteration's loads: left out. The unit publishes after its last iteration: all of it
+// delays its chunk.
+// lora_down: at the quantizers' start each CTA's first quantizer lane prefetches its 1/grid share
+// of it to L2 (PrefetchLoraDown, dab8b1d: r x K x 2 bytes in all, 459 KB at r = 32). Every unit's
+// lora_down reads are taken as (loaded) L2 hits, the first units' too [ASSUMED in every reading:
+// the prefetch is honoured and lands within one DRAM round trip of the kernel's start, and
+// lora_down (r x K x 2) stays in L2]: a fused unit's first lora_down loads follow its claim and its
+// first x DRAM round trip, a front chunk-0 unit's its 4 quantizer iterations (each a DRAM round
+// trip), so no unit reads lora_down within one DRAM round trip of the prefetch's issue.
 // A front chunk-0 unit is quantized alone first (QuantizeUnit<kStreamed = false>, the plain op's
 // loop: quant_depth blocks a lane in flight, the quantizer model's iterations over its 8 rows;
-// x through a cached load, not evict-first), published, then down-projected by the same loop
-// without the quantization (BranchDownUnit<kQuantize = false>): an iteration reads its block of
-// x again (an L2 hit, read microseconds before [ASSUMED in every reading: not an L1 hit, the
-// warp's own lora_down reads, 64 KB a unit at r = 32, and the SM's other units' pass through
-// L1]), smooths it again, issues x's loads and the loop (kDownOnlyInstrPerBlock), then
-// lora_down's loads and the MMAs as above. With act_smooth the smoothing, inside the `has_row`
-// branch, waits for x, so lora_down's round trip follows x's [ASSUMED, as above; low: under it];
-// without it nothing between them uses x: under it. These lora_down reads are the call's first of
-// chunk 0 (every front chunk-0 unit the same columns in the same iteration): DRAM misses
-// [ASSUMED; the other units' first reads of chunks 1 .. 6 are taken as (loaded) L2 hits]. Its
-// publish waits for its quantization alone; the loop delays its arrival and its warp's next unit.
+// x through a cached load, not evict-first; no prefetch), published, then down-projected by the
+// same loop without the quantization (BranchDownUnit<kQuantize = false>, no prefetch): an
+// iteration reads its block of x again (an L2 hit, read microseconds before [ASSUMED in every
+// reading: not an L1 hit, the warp's own lora_down reads, 64 KB a unit at r = 32, and the SM's
+// other units' pass through L1]), smooths it again, issues x's loads and the loop
+// (kDownOnlyInstrPerBlock), then lora_down's loads (L2 hits, above) and the MMAs as above. With
+// act_smooth the smoothing, inside the `has_row` branch, waits for x, so lora_down's round trip
+// follows x's [ASSUMED, as above; low: under it]; without it nothing between them uses x: under
+// it. Its publish waits for its quantization alone; the loop delays its arrival and its warp's
+// next unit.
 constexpr double kDownInstrPerRankTile = 10;
 // x's 2 LDG.128, their address and the loop's counter, compare and branch [ASSUMED].
 constexpr double kDownOnlyInstrPerBlock = 6;
@@ -178,10 +194,11 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   // branch unit (producers.cuh QuantizerLoop; kDownInstrPerRankTile's comment): a front chunk-0
   // unit's quantization (the quantizer model's iterations over 8 rows), its publish, then
   // chunk_elems / 64 iterations of one block a lane: x's L2 round trip again + the smoothing and
-  // the loop + lora_down's DRAM round trip after it (act_smooth; low, or without it: under it) +
-  // the MMAs' issue. Every other unit: chunk_elems / 64 iterations of one block a
-  // lane (the quantizer model's iteration at quant_depth 1) + lora_down's round trip after it
-  // (low: under it) + the MMAs' issue, then the publish. Then either's partials' fence and arrival
+  // the loop + lora_down's L2 round trip after it (act_smooth; low, or without it: under it) +
+  // the MMAs' issue. Every other unit: chunk_elems / 64 iterations of one block a lane, the first
+  // the quantizer model's iteration at quant_depth 1 (x's DRAM round trip), the later ones the
+  // same with x's L2 round trip (the unit's prefetch) + lora_down's L2 round trip after it (low:
+  // under x's) + the MMAs' issue, then the publish. Then either's partials' fence and arrival
   // (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more than one chunk); the group's
   // last arrival then sums the partials, writes l and counts it on its m-tile's word
   // (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last. `lat`: the
@@ -194,15 +211,18 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
   const double ipc_clk = hw.quant_warp_ipc.value * clk;
   const double down_issue = kDownInstrPerRankTile * CeilDivI(o.lora_rank, 16) / ipc_clk;
-  auto unit_iter = [&](double lat) {
-    return internal::QuantIterSeconds(hw_u, d_branch) + down_issue +
-           (reading == OptionsReading::kLow ? std::max(0.0, lat - dram) : lat);
+  // x_lat: x's round trip (the first iteration DRAM, the later ones the prefetched L2 hit).
+  auto unit_iter = [&](double x_lat, double lat) {
+    Hardware hw_x = hw_u;
+    hw_x.dram_latency_s.value = x_lat;
+    return internal::QuantIterSeconds(hw_x, d_branch) + down_issue +
+           (reading == OptionsReading::kLow ? std::max(0.0, lat - x_lat) : lat);
   };
   const double x_again_issue =
       (kDownOnlyInstrPerBlock + (o.act_smooth ? kSmoothInstrPerBlock[ri] : 0)) / ipc_clk;
   const bool down_after_x = o.act_smooth && reading != OptionsReading::kLow;
   auto front0_iter = [&](double lat) {
-    return lat + x_again_issue + down_issue + (down_after_x ? dram : std::max(0.0, dram - lat));
+    return lat + x_again_issue + down_issue + (down_after_x ? lat : 0.0);
   };
   auto branch_iters = [&](double cols) { return std::ceil(kBranchUnitRows * cols / 16 / 32); };
   const int steps = CeilDivI(o.lora_rank, 16);
@@ -218,7 +238,8 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
       return UnitSplit{quant(kBranchUnitRows, cols),
                        branch_iters(cols) * front0_iter(lat) + tail_round_trips * lat};
     }
-    return UnitSplit{branch_iters(cols) * unit_iter(lat), tail_round_trips * lat};
+    return UnitSplit{unit_iter(dram, lat) + (branch_iters(cols) - 1) * unit_iter(lat, lat),
+                     tail_round_trips * lat};
   };
 
   // (c) start-up: the first MMAs wait for chunk 0 of their m-tile, published once its front
@@ -250,12 +271,12 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   c.chunks = u.chunks;
   const double t_fixed = c.t_plain + c.tensor + c.bytes_s + c.startup + c.smooth;
   // The op's time when the branch's L2 accesses (lora_down, x again, the fences, the atomics, the
-  // combines) see the L2 at utilisation rho: all of them beside the GEMM [ASSUMED: the front's
-  // chunk-0 units' down-projections too, which start before the first MMAs; lora_down's first
-  // reads of chunks 1 .. 6, DRAM misses, at the loaded L2 round trip].
+  // combines, x's prefetched reads) see the L2 at utilisation rho: all of them beside the GEMM
+  // [ASSUMED: the front's chunk-0 units' down-projections too, which start before the first MMAs].
   auto at_rho = [&](double rho) {
     const double lat = Loaded(hw, l2_lat, rho);
-    c.unit_iter_s = unit_iter(lat);
+    c.unit_first_iter_s = unit_iter(dram, lat);
+    c.unit_iter_s = unit_iter(lat, lat);
     const UnitSplit unit = branch_unit(0, 1, false, lat);
     c.unit_publish_s = unit.publish;
     c.unit_finish_s = unit.finish;

@@ -11,9 +11,10 @@
 // a plain unit), published, then down-projected (lowrank.cuh BranchDownUnit<kQuantize = false>:
 // one block a lane per iteration, x read again and smoothed again, lora_down loaded and the MMAs
 // issued). Every other unit is quantized and down-projected from the same registers
-// (BranchDownUnit<kQuantize = true>: x loaded once), THEN published. Either way the unit then
-// stores its partial sums lambda (slot = its chunk) and arrives on its group's counter
-// (BranchFinishUnit); the group's last arrival adds the group's partials, writes
+// (BranchDownUnit<kQuantize = true>: x loaded once, its rows' chunk prefetched to L2 at the
+// unit's start), THEN published. lora_down is prefetched to L2 at the quantizers' start. Either
+// way the unit then stores its partial sums lambda (slot = its chunk) and arrives on its group's
+// counter (BranchFinishUnit); the group's last arrival adds the group's partials, writes
 // l = bf16(lambda) [M][r] and counts the group on its m-tile's BranchReadyWord (ready_flags.h).
 // The load warp gates a tile's LAST A stage on that word reaching the m-tile's groups
 // (loader.cuh; every other stage waits for its chunk alone), and each consumer warp, per
@@ -89,7 +90,8 @@ struct OptionsCost {
   double startup_iter_s = 0;        //   one iteration of it (quant_depth blocks a lane)
   double front0_down_iter_s = 0;    //   then one iteration of its down-projection (x again)
   double front0_finish_s = 0;       //   its publish to its arrival: that loop, partials, atomic
-  double unit_iter_s = 0;           // one iteration of every other unit's fused loop
+  double unit_first_iter_s = 0;     // every other unit's fused loop: its first iteration (x DRAM)
+  double unit_iter_s = 0;           //   each later one (x prefetched to L2, dab8b1d)
   double unit_publish_s = 0;        //   such a unit (one chunk) from its claim to its publish
   double unit_finish_s = 0;         //   then to its arrival: partials' stores, fence, atomic
   double combine_s = 0;             // what a group's last arrival adds: partials' sum, l, fence

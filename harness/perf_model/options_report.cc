@@ -57,31 +57,35 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "    a front chunk-0 unit (8 rows x chunk 0): quantized alone, %.0f iterations of 4 blocks a "
       "lane (%.0f ns each), published after %.1f us (low %.1f; the start-up, against the plain "
       "op's 4-row unit's %.1f us), then down-projected: %.0f iterations of x again from L2, "
-      "lora_down's first reads from DRAM [ASSUMED], %.0f ns each (low %.0f), %.1f us to its "
-      "arrival. Every other unit: %.0f iterations of one block a lane, quantized and "
-      "down-projected from the same registers, %.0f ns each beside the GEMM (x's DRAM round trip, "
-      "then lora_down's loaded L2 one [ASSUMED]; low %.0f ns, lora_down under x's), %.1f us to its "
-      "publish; then its partials fenced and its arrival counted in %.1f us. The group's last "
-      "+ %.1f us (%d round trips: partials' sum, l; low %d). Quantizer warps busy %.1f us each "
-      "(low %.1f) of the plain op's %.1f us. Latest after its unstalled need: a chunk's "
-      "publication, plain %+.1f us, with the options %+.1f us; an m-tile's l (at its tiles' last "
-      "stage) %+.1f us; the critical CTA's stall: plain %.1f us, with the options %.1f us.\n",
+      "lora_down from L2 (prefetched at the start [ASSUMED]), %.0f ns each (low %.0f), %.1f us to "
+      "its arrival. Every other unit: %.0f iterations of one block a lane, quantized and "
+      "down-projected from the same registers, its rows' chunk prefetched to L2 at its start: the "
+      "first %.0f ns (x's DRAM round trip, then lora_down's loaded L2 one [ASSUMED]; low %.0f), "
+      "the later ones %.0f ns each (x from L2 [ASSUMED], then lora_down; low %.0f ns, lora_down "
+      "under x's), %.1f us to its publish; then its partials fenced and its arrival counted in "
+      "%.1f us. The group's last + %.1f us (%d round trips: partials' sum, l; low %d). Quantizer "
+      "warps busy %.1f us each (low %.1f) of the plain op's %.1f us. Latest after its unstalled "
+      "need: a chunk's publication, plain %+.1f us, with the options %+.1f us; an m-tile's l (at "
+      "its tiles' last stage) %+.1f us; the critical CTA's stall: plain %.1f us, with the options "
+      "%.1f us.\n",
       c.quant_front0_s / c.startup_iter_s, c.startup_iter_s * 1e9, c.quant_front0_s * kUs,
       lo.quant_front0_s * kUs, c.quant_front0_plain_s * kUs,
       (c.front0_finish_s - c.unit_finish_s) / c.front0_down_iter_s, c.front0_down_iter_s * 1e9,
-      lo.front0_down_iter_s * 1e9, c.front0_finish_s * kUs, c.unit_publish_s / c.unit_iter_s,
-      c.unit_iter_s * 1e9, lo.unit_iter_s * 1e9, c.unit_publish_s * kUs, c.unit_finish_s * kUs,
-      c.combine_s * kUs, c.combine_round_trips, lo.combine_round_trips, c.quant_busy_s * kUs,
-      lo.quant_busy_s * kUs, c.t_plain * kUs, c.lateness_plain * kUs, c.lateness_options * kUs,
-      c.l_lateness * kUs, c.stall_plain * kUs, c.stall_options * kUs);
+      lo.front0_down_iter_s * 1e9, c.front0_finish_s * kUs,
+      1 + (c.unit_publish_s - c.unit_first_iter_s) / c.unit_iter_s, c.unit_first_iter_s * 1e9,
+      lo.unit_first_iter_s * 1e9, c.unit_iter_s * 1e9, lo.unit_iter_s * 1e9, c.unit_publish_s * kUs,
+      c.unit_finish_s * kUs, c.combine_s * kUs, c.combine_round_trips, lo.combine_round_trips,
+      c.quant_busy_s * kUs, lo.quant_busy_s * kUs, c.t_plain * kUs, c.lateness_plain * kUs,
+      c.lateness_options * kUs, c.l_lateness * kUs, c.stall_plain * kUs, c.stall_options * kUs);
   std::printf(
       "  (low / high: every unmeasured input of the options at its favourable / unfavourable end: "
       "the tensor term serial or filling idle time, the L2 latency loaded or not, the DRAM latency "
-      "(450 .. 900 ns), lora_down's loads under x's or after them, the partials' sum's steps "
-      "overlapped or not, act_smooth's instructions (the bf16 rate is measured: one value); "
-      "keep-up: the critical CTA's stall in a per-CTA replay of the GEMM against the units' "
-      "publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth alone, what a "
-      "down-projection off the quantizer warps would leave)\n");
+      "(450 .. 900 ns), lora_down's loads under x's or after them (x's DRAM round trip in a fused "
+      "unit's first iteration, its L2 one after, the prefetches honoured in every reading), the "
+      "partials' sum's steps overlapped or not, act_smooth's instructions (the bf16 rate is "
+      "measured: one value); keep-up: the critical CTA's stall in a per-CTA replay of the GEMM "
+      "against the units' publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth "
+      "alone, what a down-projection off the quantizer warps would leave)\n");
 }
 
 }  // namespace h3::perf_model
