@@ -203,12 +203,19 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   // last arrival then sums the partials, writes l and counts it on its m-tile's word
   // (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last. `lat`: the
   // (loaded) L2 round trip.
+  // A DRAM round trip at the L2's load: every DRAM access is an L2 miss and queues in the L2 as
+  // a hit does, so it is the loaded L2 round trip `lat` + the DRAM's extra over an unloaded L2 hit
+  // (the reading's DRAM latency - its L2 latency) [ASSUMED: the DRAM part adds to the L2's
+  // queueing, it does not queue separately], never faster than an L2 hit under the same load.
+  // Every DRAM round trip below (every unit's quantizer iterations, the plain op's unit in (c)
+  // too, and the fused loop's first iteration) takes it; Predict keeps its own, unloaded.
   Hardware hw_u = hw_q;
   hw_u.dram_latency_s.value = Pick(hw.dram_latency_s, reading, false);
-  const double dram = hw_u.dram_latency_s.value;
+  const double dram_unloaded = hw_u.dram_latency_s.value;
   Design d_branch = d;
   d_branch.quant_depth = 1;
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
+  auto dram_at = [&](double lat) { return lat + (dram_unloaded - l2_lat); };
   const double ipc_clk = hw.quant_warp_ipc.value * clk;
   const double down_issue = kDownInstrPerRankTile * CeilDivI(o.lora_rank, 16) / ipc_clk;
   // x_lat: x's round trip (the first iteration DRAM, the later ones the prefetched L2 hit).
@@ -231,14 +238,19 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const double combine_issue =
       steps * (kCombineInstrPerStepBase + kCombineInstrPerStepPerChunk * u.chunks) / ipc_clk;
   const int tail_round_trips = kPartialsFenceRoundTrips + (u.chunks > 1 ? kArrivalRoundTrips : 0);
-  auto quant = [&](int rows, double cols) { return QuantSeconds(hw_u, d, rows, cols); };
+  // A unit's quantizer iterations with the DRAM round trip `dram`.
+  auto quant = [&](int rows, double cols, double dram) {
+    Hardware hw_d = hw_u;
+    hw_d.dram_latency_s.value = dram;
+    return QuantSeconds(hw_d, d, rows, cols);
+  };
   auto branch_unit = [&](int begin, int end, bool front0, double lat) {
     const double cols = u.Cols(begin, end);
     if (front0) {
-      return UnitSplit{quant(kBranchUnitRows, cols),
+      return UnitSplit{quant(kBranchUnitRows, cols, dram_at(lat)),
                        branch_iters(cols) * front0_iter(lat) + tail_round_trips * lat};
     }
-    return UnitSplit{unit_iter(dram, lat) + (branch_iters(cols) - 1) * unit_iter(lat, lat),
+    return UnitSplit{unit_iter(dram_at(lat), lat) + (branch_iters(cols) - 1) * unit_iter(lat, lat),
                      tail_round_trips * lat};
   };
 
@@ -246,36 +258,43 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   // units' quantizations end: 8 rows at quant_depth blocks a lane in flight (the down-projection
   // comes after the publish), against the plain op's 4-row unit (d.quant_rows_per_unit). Both
   // latency-bound, the plain op's as Predict has it [ASSUMED: not hidden by the quantizer's DRAM
-  // bandwidth bound].
+  // bandwidth bound]. Both at the loaded DRAM round trip (dram_at) of the call's L2 utilisation,
+  // so set in at_rho below.
   const int plain_rows = d.quant_rows_per_unit;
   const UnitMap u_plain = Units(hw, d, p, pr, plain_rows, /*chunk_units=*/false);
-  c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1));
-  c.startup_iter_s = internal::QuantIterSeconds(hw_u, d);
-  c.quant_front0_s = quant(kBranchUnitRows, u.Cols(0, 1));
-  c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
+  auto startup_at = [&](double lat) {
+    Hardware hw_d = hw_u;
+    hw_d.dram_latency_s.value = dram_at(lat);
+    c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1), dram_at(lat));
+    c.startup_iter_s = internal::QuantIterSeconds(hw_d, d);
+    c.quant_front0_s = quant(kBranchUnitRows, u.Cols(0, 1), dram_at(lat));
+    c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
+  };
 
   // (e) keep-up: every unit claimed, timed, published and (the branch) finished and combined
   // (RunQuantizer), the GEMM replayed per CTA against the publications and the m-tiles' l
   // (ReplayGemm), with and without the branch; the term is the critical CTA's extra stall, what
-  // the quantizer warps' lead does not hide.
+  // the quantizer warps' lead does not hide. The plain op's units at its own DRAM round trip, as
+  // Predict has it (unloaded): its replay is the plain op's baseline.
   const int64_t warps = u.grid * d.quant_warps;
   const QuantSchedule plain_schedule = RunQuantizer(
       u_plain, warps,
       [&](int begin, int end, bool) {
-        return UnitSplit{quant(plain_rows, u_plain.Cols(begin, end)), 0};
+        return UnitSplit{quant(plain_rows, u_plain.Cols(begin, end), dram_unloaded), 0};
       },
       /*combine=*/-1);
   const ModelReplay plain = ReplayGemm(u_plain, d, pr, plain_schedule.published, {}, pr.t_startup);
   c.lateness_plain = plain.lateness;
   c.stall_plain = plain.stall;
   c.chunks = u.chunks;
-  const double t_fixed = c.t_plain + c.tensor + c.bytes_s + c.startup + c.smooth;
+  const double t_fixed_no_startup = c.t_plain + c.tensor + c.bytes_s + c.smooth;
   // The op's time when the branch's L2 accesses (lora_down, x again, the fences, the atomics, the
   // combines, x's prefetched reads) see the L2 at utilisation rho: all of them beside the GEMM
   // [ASSUMED: the front's chunk-0 units' down-projections too, which start before the first MMAs].
   auto at_rho = [&](double rho) {
     const double lat = Loaded(hw, l2_lat, rho);
-    c.unit_first_iter_s = unit_iter(dram, lat);
+    startup_at(lat);
+    c.unit_first_iter_s = unit_iter(dram_at(lat), lat);
     c.unit_iter_s = unit_iter(lat, lat);
     const UnitSplit unit = branch_unit(0, 1, false, lat);
     c.unit_publish_s = unit.publish;
@@ -295,7 +314,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     c.l_lateness = opt.l_lateness;
     c.stall_options = opt.stall;
     c.keepup = std::max(0.0, c.stall_options - c.stall_plain);
-    return t_fixed + c.keepup;
+    return t_fixed_no_startup + c.startup + c.keepup;
   };
   // Their L2 utilisation [ASSUMED]: low, none; high, the main loop's with the branch's bytes (the
   // stage's rho, capped as Predict caps it); default, the call's SM-side L2 bytes over the options'

@@ -178,8 +178,10 @@ TEST(OptionsTest, Bf16Rates) {
 
 // (c) and (e) against the latencies (5090, M = 4096, r = 32 + smooth): the start-up is a front
 // chunk-0 unit's 4 quantizer iterations (8 rows, 4 blocks a lane) against the plain op's 4-row
-// unit's 2, each a DRAM round trip: it follows the DRAM latency (+100 ns: 4 x against 2 x), not
-// the L2's; the fused units' loops in (e) wait for lora_down from L2 in every iteration, so a
+// unit's 2, each a loaded DRAM round trip (the loaded L2 round trip + DRAM - L2 unloaded): it
+// follows the DRAM latency (+100 ns: 4 x against 2 x, with the loaded L2's small shift as the
+// call's time moves) and the L2's queueing only (a doubled L2 latency: the DRAM's extra 130 ns
+// less, the loaded round trip longer); the fused units' loops in (e) wait for lora_down from L2 in every iteration, so a
 // slower L2 makes them longer and the chunks later: at the default reading the GEMM, started that
 // much sooner, already waits for the fused units' second round (ChunksPublishedByUnitKind), at
 // twice the L2 latency longer.
@@ -196,19 +198,25 @@ TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
   EXPECT_GT(s.unit_iter_s, c.unit_iter_s);
   EXPECT_GT(s.front0_down_iter_s, c.front0_down_iter_s);
   EXPECT_GT(s.keepup, c.keepup + 0.02 * s.t_plain);
-  EXPECT_EQ(s.startup, c.startup);
-  EXPECT_EQ(s.quant_front0_s, c.quant_front0_s);
+  // unit_finish_s: 2 loaded L2 round trips (UnitTimeByHand).
+  const double c_lat = c.unit_finish_s / 2, s_lat = s.unit_finish_s / 2;
+  EXPECT_GT(s_lat - 130e-9, 1.5 * (c_lat - 130e-9));  // the queueing part grows
+  EXPECT_NEAR(s.startup_iter_s - s_lat, c.startup_iter_s - c_lat - 130e-9, 1e-12);
+  EXPECT_GT(s.startup, c.startup);
   Hardware slow_dram = hw;
   slow_dram.dram_latency_s.value += 100e-9;
   const OptionsCost x = PredictOptions(slow_dram, CurrentDesign(), AtM(4096), {32, true});
-  EXPECT_NEAR(x.quant_front0_s - c.quant_front0_s, 4 * 100e-9, 1e-12);
-  EXPECT_NEAR(x.quant_front0_plain_s - c.quant_front0_plain_s, 2 * 100e-9, 1e-12);
-  EXPECT_NEAR(x.startup - c.startup, 2 * 100e-9, 1e-12);
+  const double shift = 100e-9 + x.unit_finish_s / 2 - c_lat;
+  EXPECT_LT(std::abs(shift - 100e-9), 5e-9);
+  EXPECT_NEAR(x.quant_front0_s - c.quant_front0_s, 4 * shift, 1e-12);
+  EXPECT_NEAR(x.quant_front0_plain_s - c.quant_front0_plain_s, 2 * shift, 1e-12);
+  EXPECT_NEAR(x.startup - c.startup, 2 * shift, 1e-12);
 }
 
 // Both kinds of unit by hand (5090, r = 32 + smooth, default reading). A fused unit: 8 x 1024
 // elements in 16 iterations of one block a lane, its rows' chunk prefetched to L2 at its start
-// (dab8b1d): the first iteration x's DRAM round trip, each later one x's loaded L2 round trip,
+// (dab8b1d): the first iteration x's loaded DRAM round trip (the loaded L2 round trip + 600 - 130
+// ns), each later one x's loaded L2 round trip,
 // then 230 + 44 quantizer instructions at IPC 0.5 + lora_down's loaded L2 round trip + 2 rank
 // tiles x 10 instructions; published after the 16th; then the partials' fence and the atomic (a
 // round trip each). A front chunk-0 unit: 8 x 1024 / 16 / 32 / 4 = 4 quantizer iterations of 4
@@ -220,7 +228,10 @@ TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
 // iteration's DRAM one, the later ones' L2 one); high: DRAM 900 ns, smoothing 56, L2 at the high
 // reading's loaded round trip. Without act_smooth nothing waits for x before lora_down's loads.
 // The DRAM latency reaches a fused unit once (its first iteration), a front chunk-0 unit's
-// down-projection not at all.
+// down-projection not at all. The quantizer iterations' DRAM round trips (c) loaded as the fused
+// loop's first; the loaded L2 round trip read off the tail (2 of them). At M = 16384 (the L2 at
+// ~650 ns loaded, above the unloaded 600 ns DRAM) a DRAM access stays 470 ns slower than an L2
+// hit: the first iteration 470 ns longer than a later one.
 TEST(OptionsTest, UnitTimeByHand) {
   const Hardware hw = Rtx5090();
   const double clk = hw.ClockHz(), dram = 600e-9;
@@ -230,15 +241,19 @@ TEST(OptionsTest, UnitTimeByHand) {
   auto instr = [&](double n) { return n / 0.5 / clk; };
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
   const double block = instr(230 + 44), mma = instr(2 * 10);
-  const double lat = c.unit_first_iter_s - (dram + block + mma);
-  EXPECT_GT(lat, hw.l2_latency_s.value);  // loaded
-  EXPECT_LT(lat, 5 * hw.l2_latency_s.value);
+  const double l2 = 130e-9;
+  EXPECT_EQ(hw.l2_latency_s.value, l2);
+  const double lat = c.unit_finish_s / 2;  // the partials' fence and the atomic
+  EXPECT_GT(lat, 3 * l2);                  // loaded (~545 ns)
+  EXPECT_LT(lat, 5 * l2);
+  const double dram_l = lat + dram - l2;  // the loaded DRAM round trip
+  EXPECT_NEAR(c.unit_first_iter_s, dram_l + block + lat + mma, 1e-12);
   EXPECT_NEAR(c.unit_iter_s, lat + block + lat + mma, 1e-12);
   EXPECT_NEAR(c.unit_publish_s, c.unit_first_iter_s + 15 * c.unit_iter_s, 1e-12);
-  EXPECT_NEAR(c.unit_finish_s, 2 * lat, 1e-12);
-  EXPECT_NEAR(c.startup_iter_s, dram + 4 * block, 1e-12);
-  EXPECT_NEAR(c.quant_front0_s, 4 * (dram + 4 * block), 1e-12);
-  EXPECT_NEAR(c.startup, 2 * (dram + 4 * block), 1e-12);
+  EXPECT_NEAR(c.startup_iter_s, dram_l + 4 * block, 1e-12);
+  EXPECT_NEAR(c.quant_front0_s, 4 * (dram_l + 4 * block), 1e-12);
+  EXPECT_NEAR(c.quant_front0_plain_s, 2 * (dram_l + 4 * block), 1e-12);
+  EXPECT_NEAR(c.startup, 2 * (dram_l + 4 * block), 1e-12);
   EXPECT_NEAR(c.front0_down_iter_s, lat + instr(6 + 44) + lat + mma, 1e-12);
   EXPECT_NEAR(c.front0_finish_s, 16 * c.front0_down_iter_s + 2 * lat, 1e-12);
   EXPECT_EQ(c.combine_round_trips, 5);
@@ -262,11 +277,14 @@ TEST(OptionsTest, UnitTimeByHand) {
   const OptionsCost hi =
       PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kHigh);
   const double hi_block = instr(230 + 56);
-  const double hi_lat = hi.unit_first_iter_s - (900e-9 + hi_block + mma);
+  const double hi_lat = hi.unit_finish_s / 2;
+  EXPECT_NEAR(hi.unit_first_iter_s, hi_lat + (900e-9 - 170e-9) + hi_block + hi_lat + mma, 1e-12);
+  EXPECT_NEAR(hi.startup_iter_s, hi_lat + (900e-9 - 170e-9) + 4 * hi_block, 1e-12);
   EXPECT_NEAR(hi.unit_iter_s, 2 * hi_lat + hi_block + mma, 1e-12);
   EXPECT_NEAR(hi.front0_down_iter_s, 2 * hi_lat + instr(6 + 56) + mma, 1e-12);
   const OptionsCost n = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, false});
-  const double n_lat = n.unit_first_iter_s - (dram + instr(230) + mma);
+  const double n_lat = n.unit_finish_s / 2;
+  EXPECT_NEAR(n.unit_first_iter_s, n_lat + dram - l2 + instr(230) + n_lat + mma, 1e-12);
   EXPECT_NEAR(n.unit_iter_s, 2 * n_lat + instr(230) + mma, 1e-12);
   EXPECT_NEAR(n.front0_down_iter_s, n_lat + instr(6) + mma, 1e-12);
   // The low reading (unloaded L2, DRAM at its range's low end) 100 ns slower in DRAM: a fused unit
@@ -278,6 +296,11 @@ TEST(OptionsTest, UnitTimeByHand) {
   EXPECT_NEAR(s.unit_publish_s - lo.unit_publish_s, 100e-9, 1e-12);
   EXPECT_EQ(s.front0_down_iter_s, lo.front0_down_iter_s);
   EXPECT_NEAR(s.quant_front0_s - lo.quant_front0_s, 4 * 100e-9, 1e-12);
+  const OptionsCost big = PredictOptions(hw, CurrentDesign(), AtM(16384), {32, true});
+  const double big_lat = big.unit_finish_s / 2;
+  EXPECT_GT(big_lat, dram);  // the loaded L2 round trip above the unloaded DRAM one
+  EXPECT_NEAR(big.unit_first_iter_s - big.unit_iter_s, dram - l2, 1e-12);
+  EXPECT_NEAR(big.startup_iter_s, big_lat + dram - l2 + 4 * block, 1e-12);
 }
 
 // The prefetches against the DRAM's bandwidth [ASSUMED in the model: each lands within one DRAM
