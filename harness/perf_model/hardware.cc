@@ -50,21 +50,20 @@ Hardware Rtx5090Constants() {
                                "m16n8k64 per 16 clk per sub-partition"};
   h.bf16_mma_flop_per_clk_per_sm = {
       512,
-      "half rate, derived from cuBLAS BF16 GEMMs with f32 accumulate (torch.matmul): "
-      "gau-nernst/gn-kernels README 'Realistic SOL' (max over large square shapes) 245.80 "
-      "TFLOP/s at 600 W, 229.55 at 400 W; zzc0721/torch-performance-test-data issues #96 "
-      "(234.9 / 240.1 at 8192^2 / 10240^2) and #124 (234.7 / 237.0). At full rate (1024) "
-      "240-246 TFLOP/s would be 240e12 / (170 SM x 1024) = 1.38-1.41 GHz effective: below the "
-      "5090's 2.01 GHz base clock and 64% of the RTX PRO 6000's per-SM throughput under the same "
-      "cuBLAS (427.6e12 / (188 x 1024) = 2.22 GHz); at half rate 2.76-2.82 GHz x efficiency, "
-      "within the 2.87 GHz unthrottled OMMA clock (max_clock_ghz). Agrees with the datasheet's "
-      "209.5 TFLOPS dense 'FP16/BF16 Tensor with FP32 Accumulate' (419 with FP16 accumulate) = "
-      "209.5e12 / (170 x 2.407 GHz) = 512 and with cuBLAS on an RTX 5060 Ti (sm_120; "
-      "QuantumDrizzy/BLACKWALL: 47.0 TFLOP/s with f32 accumulate, 87.9 with f16); mmapeak's bf16 "
-      "WMMA f32-accumulate 370.6 (main-horse.github.io/posts/5090-mm-perf) contradicts it and "
-      "is not used (its f16-accumulate 745.8 is 2x any published rate). Unmeasured: bf16 "
-      "mma.sync m16n8k16 inside a running FP4 GEMM on any SM12x part; the clock while both run "
-      "is the model's power-limited FP4 clock (ClockHz())"};
+      "ASSUMED, favoured: half rate. For it: the datasheet's 209.5 TFLOPS dense 'FP16/BF16 Tensor "
+      "with FP32 Accumulate' (419 with FP16 accumulate) = 209.5e12 / (170 x 2.407 GHz) = 512; "
+      "cuBLAS on an RTX 5060 Ti (sm_120; QuantumDrizzy/BLACKWALL): 47.0 TFLOP/s with f32 "
+      "accumulate, 87.9 with f16. Not deciding: cuBLAS BF16 GEMMs with f32 accumulate "
+      "(torch.matmul) reach 245.80 TFLOP/s at 600 W (gau-nernst/gn-kernels README 'Realistic "
+      "SOL'), 234.7-240.1 (zzc0721/torch-performance-test-data #96, #124): at half rate that is "
+      "2.76-2.82 GHz x efficiency (>= 94% efficiency even at 3.0 GHz), at full rate 1.38-1.41 GHz "
+      "effective (64-70% efficiency at 2.0-2.2 GHz, against the RTX PRO 6000's 2.22 GHz effective "
+      "under the same cuBLAS): each reading strains one way. mmapeak's bf16 WMMA f32-accumulate "
+      "370.6 (main-horse.github.io/posts/5090-mm-perf) would be full rate but its f16-accumulate "
+      "745.8 is 2x any published rate: not used. Unmeasured: bf16 mma.sync m16n8k16 on any SM12x "
+      "part, alone or inside a running FP4 GEMM (the model runs it at the power-limited FP4 "
+      "clock, ClockHz()). Range 512 (half) .. 1024 (full rate)",
+      true, 512, 1024};
   h.l2_bytes_per_s = {8.7e12 * 96.0 / 128.0,
                       "ASSUMED: 8.7 TB/s measured on the RTX PRO 6000 (Chips and Cheese: 64 L2 "
                       "slices, 128 MB) x 96/128 for the 5090's 96 MB of enabled L2; no 5090 "

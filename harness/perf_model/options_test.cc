@@ -144,25 +144,24 @@ TEST(OptionsTest, Bf16Rates) {
   const Hardware g = Rtx5090(), w = RtxPro6000();
   EXPECT_NEAR(209.5e12 / (170 * 2.407e9), 512, 0.5);  // the datasheet figure per SM and clock
   EXPECT_NEAR(503.8e12 / (188 * 2.617e9), 1024, 0.5);
-  // The measurements' arithmetic: the 5090's 240.05 .. 245.80 TFLOP/s at full rate would run
-  // below its 2.01 GHz base clock; at half rate above the 2.407 GHz datasheet boost (past the
-  // datasheet's 209.5) but within the unthrottled clock; the PRO 6000's 417.34 at half rate above
-  // any clock it reaches.
-  EXPECT_LT(245.80e12 / (170 * 1024) * 1e-9, 2.01);
-  EXPECT_LT(245.80e12 / (170 * 512) * 1e-9, g.max_clock_ghz.value);
-  EXPECT_GT(240.05e12 / (170 * 512) * 1e-9, 2.407);
-  EXPECT_GT(417.34e12 / (188 * 512) * 1e-9, 1.5 * w.max_clock_ghz.value);
+  // The RTX 5090: half rate by default, [ASSUMED], full rate its favourable reading (the BF16
+  // GEMMs published for it do not decide); the RTX PRO 6000 full rate, derived (its 417 .. 428
+  // TFLOP/s would need 4.3 .. 4.4 GHz at half rate), in every reading.
   EXPECT_EQ(g.bf16_mma_flop_per_clk_per_sm.value, 512);
+  EXPECT_TRUE(g.bf16_mma_flop_per_clk_per_sm.assumed);
+  EXPECT_EQ(PredictOptions(g, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kLow)
+                .bf16_flop_per_clk_per_sm,
+            1024);
+  EXPECT_EQ(PredictOptions(g, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kHigh)
+                .bf16_flop_per_clk_per_sm,
+            512);
   EXPECT_EQ(w.bf16_mma_flop_per_clk_per_sm.value, 1024);
-  for (const Hardware* hw : {&g, &w}) {
-    EXPECT_FALSE(hw->bf16_mma_flop_per_clk_per_sm.assumed) << hw->name;
-    EXPECT_FALSE(hw->bf16_mma_flop_per_clk_per_sm.HasRange()) << hw->name;
-    for (OptionsReading r : {OptionsReading::kLow, OptionsReading::kHigh}) {
-      EXPECT_EQ(PredictOptions(*hw, CurrentDesign(), AtM(4096), {32, true}, r)
-                    .bf16_flop_per_clk_per_sm,
-                hw->bf16_mma_flop_per_clk_per_sm.value)
-          << hw->name;
-    }
+  EXPECT_FALSE(w.bf16_mma_flop_per_clk_per_sm.assumed);
+  EXPECT_FALSE(w.bf16_mma_flop_per_clk_per_sm.HasRange());
+  for (OptionsReading r : {OptionsReading::kLow, OptionsReading::kHigh}) {
+    EXPECT_EQ(
+        PredictOptions(w, CurrentDesign(), AtM(4096), {32, true}, r).bf16_flop_per_clk_per_sm,
+        1024);
   }
   Hardware full = g;
   full.bf16_mma_flop_per_clk_per_sm.value = 1024;
