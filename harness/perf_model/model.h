@@ -68,8 +68,9 @@ struct Hardware {
   Cited clock_power_exponent;  // P ~ f^beta along the board's DVFS curve
   Cited kernel_overhead_s;     // launch + ramp + drain a timed kernel pays once
   // bf16 mma.sync m16n8k16 with f32 accumulate, per SM per clock: the rate of issue 30's low-rank
-  // branch (options.h), on the same tensor pipes. Derived from published cuBLAS BF16 GEMMs
-  // (hardware.cc), no range: every reading of the options uses it; not in the Monte Carlo.
+  // branch (options.h), on the same tensor pipes (hardware.cc: the RTX PRO 6000's derived from
+  // published cuBLAS BF16 GEMMs; the RTX 5090's [ASSUMED] half rate, full rate its low reading).
+  // Not in the Monte Carlo.
   Cited bf16_mma_flop_per_clk_per_sm;
 
   // The clock every per-clock resource (tensor pipe, issue, shared memory, L2 port) runs at:

@@ -82,8 +82,8 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "the tensor term serial or filling idle time, the L2 latency loaded or not, the DRAM latency "
       "(450 .. 900 ns), lora_down's loads under x's or after them (x's DRAM round trip in a fused "
       "unit's first iteration, its L2 one after, the prefetches honoured in every reading), the "
-      "partials' sum's steps overlapped or not, act_smooth's instructions (the bf16 rate is "
-      "measured: one value); keep-up: the critical CTA's stall in a per-CTA replay of the GEMM "
+      "partials' sum's steps overlapped or not, act_smooth's instructions, the RTX 5090's bf16 "
+      "rate (full rate at low; the PRO 6000's is derived: one value); keep-up: the critical CTA's stall in a per-CTA replay of the GEMM "
       "against the units' publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth "
       "alone, what a down-projection off the quantizer warps would leave)\n");
 }
