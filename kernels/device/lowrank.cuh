@@ -68,10 +68,11 @@ inline constexpr int kMaxRankTiles = 4;
 // + {2, 3}: a lane's four columns of its own block (w[2s], w[2s + 1]), and of lora_down's rows
 // j and j + 8 one 32-byte run per block. acc[nt]: lambda^T over the unit's chunk, ranks
 // 16 nt + g (+ 8) by rows 2t (+ 1).
-template <int kTiles, class Arch, class Variant, bool kQuantize, class Input, class OsSource>
+template <class Arch, class Variant, bool kQuantize, class Input, class OsSource>
 __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
                                                uint32_t u, const OsSource& os_src,
-                                               const Input& input, float (&acc)[kTiles][4]) {
+                                               const Input& input,
+                                               float (&acc)[kMaxRankTiles][4]) {
   const int tiles = p.lora_rank / 16;
   static_assert(kBranchUnitRows == 8, "lane (g, t) holds row g of the unit: the MMAs' n8");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -103,7 +104,7 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
       if constexpr (kQuantize) QuantizeStoreBlock<Arch>(xb, os_src, codes + c / 2, sf + c / 16);
     }
 #pragma unroll
-    for (int nt = 0; nt < kTiles; ++nt) {
+    for (int nt = 0; nt < kMaxRankTiles; ++nt) {
       if (nt >= tiles) break;
       const uint16_t* d = down + nt * 2 * k8 + c;  // rank 16 nt + g, then + 8
       const uint4 lo0 = Ldg16(d), hi0 = Ldg16(d + 8), lo1 = Ldg16(d + k8), hi1 = Ldg16(d + k8 + 8);
@@ -135,15 +136,16 @@ __device__ __forceinline__ void PrefetchLoraDown(const OutProjParams& p) {
 // The rest of a branch unit after its codes are published (warp-collective): its partial sums
 // to p.lora_partial[its chunk], then the arrival at its group's counter; the group's last unit
 // to arrive adds the group's partials in chunk order and writes l = bf16(lambda) once per row.
-template <int kRows, class Variant, int kTiles>
+template <int kRows, class Variant>
 __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const WorkUnit& w,
-                                                 int chunks, const float (&acc)[kTiles][4]) {
+                                                 int chunks,
+                                                 const float (&acc)[kMaxRankTiles][4]) {
   static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int r = p.lora_rank;
   const int slot = w.chunk_begin;  // one chunk a unit (kChunkUnits)
 #pragma unroll
-  for (int nt = 0; nt < kTiles; ++nt) {
+  for (int nt = 0; nt < kMaxRankTiles; ++nt) {
     if (nt >= r / 16) break;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {

@@ -112,12 +112,12 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
         QuantizeUnit<Cfg, Arch, Variant, false>(p, w, u, os_src, input, lane, blocks_per_row,
                                                 blocks_per_chunk);
       } else {
-        BranchDownUnit<kMaxRankTiles, Arch, Variant, true>(p, w, u, os_src, input, acc);
+        BranchDownUnit<Arch, Variant, true>(p, w, u, os_src, input, acc);
       }
       Variant::Pause(PauseSite::kQuantizerPublish, u);
       PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
       if (publish_first) {
-        BranchDownUnit<kMaxRankTiles, Arch, Variant, false>(p, w, u, os_src, input, acc);
+        BranchDownUnit<Arch, Variant, false>(p, w, u, os_src, input, acc);
       }
       BranchFinishUnit<kUnitRows<Cfg, Variant>, Variant>(p, w, units.chunks, acc);
       continue;

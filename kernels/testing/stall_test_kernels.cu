@@ -47,14 +47,8 @@ struct Withhold : CaseBase<kCase> {
 // Every (build, tile) runs the case's config with the build's policy.
 template <int kCase>
 struct CaseDispatch {
-  static constexpr OutProjTile kTile = kStallCases[kCase].tile;
-  using Cfg = std::conditional_t<
-      kTile == OutProjTile::k128x256, Sm120Config128x256Skewed,
-      std::conditional_t<kTile == OutProjTile::k128x128, Sm120Config128x128Lockstep,
-                         Sm120Config128x256Lockstep>>;
-  static_assert(kTile == OutProjTile::k128x256 || kTile == OutProjTile::k128x256Lockstep ||
-                    kTile == OutProjTile::k128x128,
-                "a registered config the cases know");
+  // A registered config (TileConfig has no other).
+  using Cfg = typename TileConfig<kStallCases[kCase].tile>::type;
   static_assert(Cfg::kBN == StallCaseTileN(kStallCases[kCase]) && Cfg::kBK == 128,
                 "the stall cases' positions: the test's tile grid, 8 k-steps of 128");
   template <class F>
