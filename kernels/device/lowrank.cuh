@@ -8,9 +8,10 @@
 //                    as A (16 of the r ranks) and x' as B (the unit's 8 rows: every MMA row and
 //                    column used), x' section 12's, as the quantizer sees it (BranchDownUnit).
 //                    A unit is quantized and down-projected from the same registers (attn_out
-//                    read once), then published; but the front's chunk-0 units, which the first
-//                    tiles wait for, are quantized alone (blocks in flight), published, and then
-//                    down-projected, reading attn_out again (producers.cuh QuantizerLoop). Then
+//                    read once), then published; but the front's units, which the first tiles
+//                    wait for, are quantized alone (blocks in flight) and published, and their
+//                    down-projections, reading attn_out again, are units of their own after all
+//                    of them (work_units.h Kind, producers.cuh QuantizerLoop). Then
 //                    the unit stores its partial sums lambda[row][j] over its chunk to
 //                    p.lora_partial[chunk]. The group's last unit to arrive (its counter,
 //                    ready_flags.h) adds the group's partials in chunk order and writes
@@ -51,6 +52,21 @@ __device__ __forceinline__ uint2 Ldg8(const uint16_t* p) {
   return __ldg(reinterpret_cast<const uint2*>(p));
 }
 
+// A branch unit's rows' chunk to L2 (warp-collective; lane t = 0 of row g issues row g's), ahead of
+// a loop that reads them a block or a few a lane at a time: its later iterations then wait for L2,
+// not DRAM, round trips. A hint only: results do not depend on it.
+__device__ __forceinline__ void PrefetchUnitRows(const OutProjParams& p, const WorkUnit& w) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t row = w.row0 + g;
+  if (t != 0 || row >= w.row_end) return;
+  const int chunk_elems = ChunkElems(p.k);
+  const int k_begin = w.chunk_begin * chunk_elems;
+  const int k_end_c = w.chunk_end * chunk_elems;
+  const int k_end = k_end_c < p.k ? k_end_c : p.k;
+  ptx::BulkPrefetchL2(p.attn_out + row * p.k + k_begin,
+                      static_cast<uint32_t>(k_end - k_begin) * 2u);
+}
+
 // Both MMAs below contract over a permutation of their k index, the same on both operands, so
 // that a lane reads whole vectors. A dot product keeps its terms; only the order of the f32
 // additions changes, which section 13.2's bound allows.
@@ -71,8 +87,7 @@ inline constexpr int kMaxRankTiles = 4;
 template <class Arch, class Variant, bool kQuantize, class Input, class OsSource>
 __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
                                                uint32_t u, const OsSource& os_src,
-                                               const Input& input,
-                                               float (&acc)[kMaxRankTiles][4]) {
+                                               const Input& input, float (&acc)[kMaxRankTiles][4]) {
   const int tiles = p.lora_rank / 16;
   static_assert(kBranchUnitRows == 8, "lane (g, t) holds row g of the unit: the MMAs' n8");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -90,9 +105,7 @@ __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const Wor
   const uint16_t* down = p.lora_down + static_cast<int64_t>(g) * p.k;
   // The loop below holds one block a lane (the producers' registers): the unit's rows go to L2
   // ahead of it, so that its iterations wait for L2, not DRAM, round trips.
-  if (kQuantize && has_row && t == 0) {
-    ptx::BulkPrefetchL2(x + k_begin, static_cast<uint32_t>(k_end - k_begin) * 2u);
-  }
+  if constexpr (kQuantize) PrefetchUnitRows(p, w);
 #pragma unroll 1
   for (int c = k_begin + 16 * t; c < k_end; c += 64) {
     if constexpr (kQuantize) {
@@ -138,8 +151,7 @@ __device__ __forceinline__ void PrefetchLoraDown(const OutProjParams& p) {
 // to arrive adds the group's partials in chunk order and writes l = bf16(lambda) once per row.
 template <int kRows, class Variant>
 __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const WorkUnit& w,
-                                                 int chunks,
-                                                 const float (&acc)[kMaxRankTiles][4]) {
+                                                 int chunks, const float (&acc)[kMaxRankTiles][4]) {
   static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int r = p.lora_rank;
@@ -195,8 +207,8 @@ __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const W
         make_uint2(F32x2ToBf16x2Rn(v.x, v.y), F32x2ToBf16x2Rn(v.z, v.w));
   }
   Variant::Pause(PauseSite::kBranchArrive, static_cast<uint32_t>(2 * group + 1));
-  if (!Variant::Withholds(Handoff::kBranchPublish, kRingA, static_cast<int>(w.row0 / kWorkTileM),
-                          0, 0)) {
+  if (!Variant::Withholds(Handoff::kBranchPublish, kRingA, static_cast<int>(w.row0 / kWorkTileM), 0,
+                          0)) {
     PublishBranchGroup(p.ready_flags, p.m, w.row0 / kWorkTileM);
   }
 }
@@ -223,10 +235,10 @@ __device__ __forceinline__ void BranchUpTile(WarpAcc<Cfg>& acc, int64_t row_base
       for (int e = 0; e < 4; ++e) {
         acc.v[i][jn][e] = __fmul_rn(Arch::UnscaleAcc(acc.v[i][jn][e]), alpha);  // o, section 6
       }
-  // One k16 step of l at a time: its lora_up fragments for every n8 (2 registers each), then per
-  // m16 fragment l's (4 registers), each MMA accumulating into o in place. The step's k slots
-  // {2t, 2t + 1} and {2t + 8, 2t + 9} are ranks j, j + 1 and j + 2, j + 3 (j = 16 s + 4 t), on
-  // both operands: a lane reads 8 contiguous bytes of l and of lora_up per row.
+      // One k16 step of l at a time: its lora_up fragments for every n8 (2 registers each), then
+      // per m16 fragment l's (4 registers), each MMA accumulating into o in place. The step's k
+      // slots {2t, 2t + 1} and {2t + 8, 2t + 9} are ranks j, j + 1 and j + 2, j + 3 (j = 16 s + 4
+      // t), on both operands: a lane reads 8 contiguous bytes of l and of lora_up per row.
 #pragma unroll 1
   for (int s = 0; s < r / 16; ++s) {
     const int j = 16 * s + 4 * t;  // the lane's four ranks of this step

@@ -56,8 +56,8 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
 // whatever the chunk width. kStreamed: attn_out read once (LoadBlock).
 template <class Cfg, class Arch, class Variant, bool kStreamed = true, class Input>
 __device__ __forceinline__ void QuantizeUnit(const OutProjParams& p, const WorkUnit& w, uint32_t u,
-                                             const OsComputed& os_src, const Input& input,
-                                             int lane, int blocks_per_row, int blocks_per_chunk) {
+                                             const OsComputed& os_src, const Input& input, int lane,
+                                             int blocks_per_row, int blocks_per_chunk) {
   constexpr int kBlocksInFlight = 4;  // per lane (memory-level parallelism)
   const int b_begin = w.chunk_begin * blocks_per_chunk;
   const int b_end_c = w.chunk_end * blocks_per_chunk;
@@ -87,8 +87,8 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
   if (!Variant::Quantizes()) return;
   const int lane = threadIdx.x & 31;
   const UnitsOf<Cfg, Variant> units = CallUnits<Cfg, Variant>(p);
-  const OsComputed os_src{MakeQuantParams(act_gs)};  // one division per block: no table in smem
-  const typename Variant::Input input(p.act_smooth);   // section 12 where the Variant smooths
+  const OsComputed os_src{MakeQuantParams(act_gs)};   // one division per block: no table in smem
+  const typename Variant::Input input(p.act_smooth);  // section 12 where the Variant smooths
   const int blocks_per_row = p.k / Cfg::kSfVec;
   const int blocks_per_chunk = ChunkElems(p.k) / Cfg::kSfVec;
   if constexpr (Variant::kBranch && Variant::kBranchDown) {
@@ -99,25 +99,30 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
     if (u >= units.count) break;
     const WorkUnit w = units.Unit(u);
     if constexpr (Variant::kBranch && Variant::kBranchDown) {
-      // The branch's units (lowrank.cuh). The front's chunk-0 units gate the first tiles'
-      // start: they are quantized alone (blocks in flight), published, then down-projected
-      // (attn_out read again). Every other unit is quantized and down-projected from the same
-      // registers (attn_out read once), then published. Either way the partial sums follow the
-      // publish (the GEMM needs only the codes; l has its own word, ready_flags.h).
+      // The branch's units (work_units.h Kind, lowrank.cuh). The front's (group, chunk) pairs,
+      // which the first tiles wait for, are quantized alone (blocks in flight) and published;
+      // after all of them come their down-projections (attn_out read again), which the tiles need
+      // only at their last stage. Every later unit is quantized and down-projected from the same
+      // registers (attn_out read once), then published. The partial sums follow the down-
+      // projection either way (the GEMM needs only the codes; l has its own word, ready_flags.h).
       static_assert(Variant::kPublish, "a branch Variant publishes every unit");
-      float acc[kMaxRankTiles][4] = {};
-      const bool publish_first = u < units.front_groups;
-      if (publish_first) {
-        // Read again by the down-projection below: not evict-first.
+      const UnitKind kind = units.Kind(u);
+      if (kind == UnitKind::kQuantize) {
+        PrefetchUnitRows(p, w);
+        // Read again by its down-only unit: not evict-first.
         QuantizeUnit<Cfg, Arch, Variant, false>(p, w, u, os_src, input, lane, blocks_per_row,
                                                 blocks_per_chunk);
+        Variant::Pause(PauseSite::kQuantizerPublish, u);
+        PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
+        continue;
+      }
+      float acc[kMaxRankTiles][4] = {};
+      if (kind == UnitKind::kDown) {
+        BranchDownUnit<Arch, Variant, false>(p, w, u, os_src, input, acc);
       } else {
         BranchDownUnit<Arch, Variant, true>(p, w, u, os_src, input, acc);
-      }
-      Variant::Pause(PauseSite::kQuantizerPublish, u);
-      PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
-      if (publish_first) {
-        BranchDownUnit<Arch, Variant, false>(p, w, u, os_src, input, acc);
+        Variant::Pause(PauseSite::kQuantizerPublish, u);
+        PublishUnit(p.ready_flags, w.row0 / Cfg::kBM, w.chunk_begin, w.chunk_end);
       }
       BranchFinishUnit<kUnitRows<Cfg, Variant>, Variant>(p, w, units.chunks, acc);
       continue;

@@ -31,8 +31,9 @@
 //                   ld.acquire.gpu of the flag until complete, then fence.proxy.async.global
 //                   before the TMA (async proxy) reads act_q/act_sf.
 //   branch instances (lowrank.cuh BranchDownUnit, BranchFinishUnit): a unit quantizes and
-//                   down-projects its chunk, then publishes it (the front's chunk-0 units:
-//                   quantize, publish, then down-project), then stores its partial sums;
+//                   down-projects its chunk, then publishes it (the front's units only quantize
+//                   and publish; later units of their own down-project them, work_units.h
+//                   Kind), then stores its partial sums;
 //                   with more than one chunk, every lane membar.gl, __syncwarp, one lane's
 //                   atomicAdd on its group's counter, and the lane that reads chunks - 1 (the
 //                   group's last unit) membar.gl (acquire) before a __syncwarp; with one chunk

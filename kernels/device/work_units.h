@@ -15,6 +15,10 @@
 // the front is, chunk by chunk: each later wave of tiles also starts on its rows' first chunk.
 // Units are claimed in increasing order (ready_flags.h), and a unit's chunks are published to the
 // flags (m-tile, chunk) each counts finished row groups of.
+// With kChunkUnits the front's (group, chunk) pairs come twice: first as quantize-only units
+// (published as soon as they are quantized: the first tiles wait for them), then, after all of
+// them, as down-only units (the branch's down-projection of the same rows, which the tiles need
+// only at their last stage); every later unit does both (Kind).
 
 #include <cstdint>
 
@@ -42,6 +46,10 @@ H3_HD int NumChunks(int k) {
 }
 H3_HD int ChunkElems(int k) { return ChunkQuanta(k) * kChunkQuantum; }
 
+// What a unit does (kChunkUnits; the plain instances' units are all kWhole): quantize and, with
+// the branch, down-project (kWhole); only quantize (kQuantize); only down-project (kDown).
+enum class UnitKind : uint8_t { kWhole, kQuantize, kDown };
+
 struct WorkUnit {
   int64_t row0, row_end;       // rows [row0, row_end)
   int chunk_begin, chunk_end;  // chunks [chunk_begin, chunk_end)
@@ -65,24 +73,35 @@ struct WorkUnits {
     groups = (m + kRows - 1) / kRows;
     const int64_t fg = front_m_tiles * kGroupsPerMTile;
     front_groups = fg < groups ? fg : groups;
-    count = front_groups * chunks + (groups - front_groups) * (kChunkUnits ? chunks : 1);
+    count =
+        FrontUnits() * (kChunkUnits ? 2 : 1) + (groups - front_groups) * (kChunkUnits ? chunks : 1);
+  }
+
+  // kChunkUnits: the front's (group, chunk) pairs, each twice (Kind).
+  H3_HD int64_t FrontUnits() const { return front_groups * chunks; }
+
+  H3_HD UnitKind Kind(uint32_t u) const {
+    if (!kChunkUnits) return UnitKind::kWhole;
+    const uint32_t f = static_cast<uint32_t>(FrontUnits());
+    return u < f ? UnitKind::kQuantize : u < 2 * f ? UnitKind::kDown : UnitKind::kWhole;
   }
 
   // 32-bit division only (a 64-bit one is a subroutine call on the GPU, scheduler.cuh): u and the
   // front's units stay below 2^32 (groups < 2^29, front groups <= grid * 32, chunks <= 8;
-  // kChunkUnits: 8-row groups, so groups * chunks <= 2^31).
+  // kChunkUnits: 8-row groups, so groups * chunks <= 2^31, plus the front's again).
   H3_HD WorkUnit Unit(uint32_t u) const {
     WorkUnit w;
     int64_t group;
     const uint32_t fg = static_cast<uint32_t>(front_groups);
     if constexpr (kChunkUnits) {
       // Blocks of front_groups groups (the front is block 0; the last may be partial), each
-      // chunk-major.
+      // chunk-major; the front's down-only units (Kind) are the front's units again.
       const uint32_t per_block = fg * static_cast<uint32_t>(chunks);
+      if (u >= per_block) u -= per_block;
       const uint32_t block = u / per_block, v = u - block * per_block;
       const int64_t first = static_cast<int64_t>(block) * front_groups;
-      const uint32_t bg = static_cast<uint32_t>(groups - first < front_groups ? groups - first
-                                                                              : front_groups);
+      const uint32_t bg =
+          static_cast<uint32_t>(groups - first < front_groups ? groups - first : front_groups);
       group = first + v % bg;
       w.chunk_begin = static_cast<int>(v / bg);
       w.chunk_end = w.chunk_begin + 1;

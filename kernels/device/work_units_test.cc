@@ -1,6 +1,7 @@
 // Every unit map covers each (row, k-chunk) exactly once, front m-tiles chunk-major, and each
 // (m-tile, chunk) flag reaches exactly GroupsInMTile: the ready-flag protocol's counting is right
-// for every shape and grid, including partial m-tiles and fronts larger than M.
+// for every shape and grid, including partial m-tiles and fronts larger than M. With kChunkUnits
+// each (row, k-chunk) is also down-projected exactly once (the branch's counters).
 
 #include "kernels/device/work_units.h"
 
@@ -53,6 +54,8 @@ void CheckUnitMaps() {
     const WorkUnits<kRows, kChunkUnits> units(c.m, c.k, front);
     const int chunks = NumChunks(c.k);
     std::vector<int> seen(static_cast<size_t>(c.m * chunks), 0);
+    std::vector<int> down(static_cast<size_t>(c.m * chunks), 0);  // kChunkUnits: down-projected
+    UnitKind last_kind = UnitKind::kQuantize;
     std::vector<uint32_t> flags(static_cast<size_t>(m_tiles * chunks), 0);
     int64_t last_front_chunk = 0;
     int64_t last_block = 0;
@@ -68,6 +71,24 @@ void CheckUnitMaps() {
       ASSERT_LE(w.chunk_end, chunks);
       const bool in_front = w.row0 / kWorkTileM < front;
       EXPECT_EQ(w.chunk_end - w.chunk_begin, in_front || kChunkUnits ? 1 : chunks) << "u " << u;
+      const UnitKind kind = units.Kind(static_cast<uint32_t>(u));
+      if (!kChunkUnits) {
+        ASSERT_EQ(kind, UnitKind::kWhole);
+      } else {
+        // Every quantize-only unit (the front's), then every down-only unit (the front's again),
+        // then the later blocks' whole units.
+        ASSERT_EQ(kind != UnitKind::kWhole, in_front) << "u " << u;
+        auto turn = [](UnitKind k) {
+          return k == UnitKind::kQuantize ? 0 : k == UnitKind::kDown ? 1 : 2;
+        };
+        ASSERT_GE(turn(kind), turn(last_kind)) << "u " << u << ": kinds in turn";
+        if (kind != last_kind) last_front_chunk = last_block_chunk = 0;  // chunk-major again
+        last_kind = kind;
+      }
+      if (kind != UnitKind::kQuantize) {
+        for (int64_t r = w.row0; r < w.row_end; ++r) ++down[r * chunks + w.chunk_begin];
+      }
+      if (kind == UnitKind::kDown) continue;  // publishes nothing
       if (in_front) {
         EXPECT_GE(w.chunk_begin, last_front_chunk) << "front units are chunk-major";
         last_front_chunk = w.chunk_begin;
@@ -88,6 +109,12 @@ void CheckUnitMaps() {
     }
     for (size_t i = 0; i < seen.size(); ++i) {
       ASSERT_EQ(seen[i], 1) << "row " << i / chunks << " chunk " << i % chunks;
+      if (kChunkUnits) {
+        ASSERT_EQ(down[i], 1) << "down: row " << i / chunks << " chunk " << i % chunks;
+      }
+    }
+    if (kChunkUnits) {
+      EXPECT_EQ(units.count, 2 * units.FrontUnits() + (units.groups - units.front_groups) * chunks);
     }
     for (int64_t mt = 0; mt < m_tiles; ++mt) {
       for (int ch = 0; ch < chunks; ++ch) {
