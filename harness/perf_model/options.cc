@@ -33,9 +33,10 @@ using internal::UnitSplit;
 // (WorkUnits<8, kChunkUnits>), wherever it is.
 constexpr int kBranchUnitRows = kernels::kBranchUnitRows;
 static_assert(kBranchUnitRows == 8, "the tests assume 8-row units");
-// A branch unit is one of two kinds (producers.cuh QuantizerLoop): u < front_groups (chunk 0 of
-// the front m-tiles' groups: what the first tiles' first stages wait for) or any other.
-// Every other unit runs the fused loop (lowrank.cuh BranchDownUnit<kQuantize = true>, `#pragma
+// A branch unit is one of three kinds (producers.cuh QuantizerLoop, work_units.h Kind): the
+// front's (group, chunk) pairs (what the first tiles wait for) first as quantize-only units, then
+// as down-only units, and every later unit fused.
+// A fused unit runs the loop (lowrank.cuh BranchDownUnit<kQuantize = true>, `#pragma
 // unroll 1`): lane (g, t) takes row g's blocks t, t + 4, ...: ONE 16-element block a lane and
 // iteration (the plain quantizer has 4 in flight, producers.cuh QuantizeUnit), chunk_elems / 64
 // iterations (16 at K = 7168). Before the loop (dab8b1d) lane t = 0 of each row issues one
@@ -64,25 +65,27 @@ static_assert(kBranchUnitRows == 8, "the tests assume 8-row units");
 // lora_down reads are taken as (loaded) L2 hits, the first units' too [ASSUMED in every reading:
 // the prefetch is honoured and lands within one DRAM round trip of the kernel's start, and
 // lora_down (r x K x 2) stays in L2]: a fused unit's first lora_down loads follow its claim and its
-// first x DRAM round trip, a front chunk-0 unit's its 4 quantizer iterations (each a DRAM round
-// trip), so no unit reads lora_down within one DRAM round trip of the prefetch's issue.
-// A front chunk-0 unit is quantized alone first (QuantizeUnit<kStreamed = false>, the plain op's
-// loop: quant_depth blocks a lane in flight, the quantizer model's iterations over its 8 rows;
-// x through a cached load, not evict-first; no prefetch), published, then down-projected by the
-// same loop without the quantization (BranchDownUnit<kQuantize = false>, no prefetch): an
+// first x DRAM round trip, a down-only unit's its claim after every quantize-only unit, so no
+// unit reads lora_down within one DRAM round trip of the prefetch's issue.
+// A front quantize-only unit first prefetches its rows' chunk to L2 (PrefetchUnitRows, as a fused
+// unit), then runs the plain op's loop (QuantizeUnit<kStreamed = false>: quant_depth blocks a
+// lane in flight, the quantizer model's iterations over its 8 rows, the first at the DRAM round
+// trip, the later ones at the loaded L2 one; x through a cached load, not evict-first), and
+// publishes. Its down-only unit, claimed after every quantize-only unit, runs the same loop as a
+// fused unit without the quantization (BranchDownUnit<kQuantize = false>, no prefetch): an
 // iteration reads its block of x again (an L2 hit, read microseconds before [ASSUMED in every
 // reading: not an L1 hit, the warp's own lora_down reads, 64 KB a unit at r = 32, and the SM's
 // other units' pass through L1]), smooths it again, issues x's loads and the loop
 // (kDownOnlyInstrPerBlock), then lora_down's loads (L2 hits, above) and the MMAs as above. With
 // act_smooth the smoothing, inside the `has_row` branch, waits for x, so lora_down's round trip
 // follows x's [ASSUMED, as above; low: under it]; without it nothing between them uses x: under
-// it. Its publish waits for its quantization alone; the loop delays its arrival and its warp's
-// next unit.
+// it. The quantize-only unit's publish waits for its quantization alone; the down-only unit
+// delays only its group's arrival and its warp's next unit.
 constexpr double kDownInstrPerRankTile = 10;
 // x's 2 LDG.128, their address and the loop's counter, compare and branch [ASSUMED].
 constexpr double kDownOnlyInstrPerBlock = 6;
 // After the publish (its PublishUnit membar.gl waits for the codes' stores, as the plain op's:
-// counted on neither side) and a front chunk-0 unit's down-projection, BranchFinishUnit: the
+// counted on neither side), or a down-only unit's down-projection, BranchFinishUnit: the
 // partials' stores, every lane's membar.gl, which waits for them (one L2 round trip) [ASSUMED],
 // then, when K has more than one chunk, one lane's atomicAdd on the group's counter, whose return
 // value the warp waits for: one more round trip. The last arrival's acquire membar.gl (nothing
@@ -141,14 +144,14 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
 
   // (d) act_smooth: Predict with the smoothed quantizer and the factors each unit reads from L2
   // (its k-range x 4 B; the unit's rows share them in L1; the fused units' MMAs take x' from the
-  // quantizer's registers; the front's chunk-0 units smooth x again after their publish: chunk 0's
-  // factors again, from L2 [ASSUMED]).
+  // quantizer's registers; the front's down-only units smooth x again: the front's factors again,
+  // from L2 [ASSUMED]).
   const UnitMap u = Units(hw, d, p, pr, kBranchUnitRows, /*chunk_units=*/true);
   const double front0_rows = std::min(M, static_cast<double>(u.front_groups * kBranchUnitRows));
   if (o.act_smooth) {
     const double rows = r > 0 ? kBranchUnitRows : d.quant_rows_per_unit;
-    c.smooth_bytes = std::ceil(M / rows) * K * 4 +
-                     (r > 0 ? static_cast<double>(u.front_groups) * u.Cols(0, 1) * 4 : 0);
+    c.smooth_bytes =
+        std::ceil(M / rows) * K * 4 + (r > 0 ? static_cast<double>(u.front_groups) * K * 4 : 0);
     c.smooth = internal::PredictWithExtraL2(hw_q, d, p, c.smooth_bytes).t_total - pr.t_total;
   }
   if (o.lora_rank <= 0) {
@@ -157,11 +160,11 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   }
 
   // (b) bytes, as the kernel moves them (lowrank.cuh). attn_out is read by the quantizer (the
-  // plain op's bytes) and again by the front's chunk-0 units' down-projections: their rows x
-  // chunk 0. The arrival counters' atomics (4 B a unit) are left out.
+  // plain op's bytes) and again by the front's down-only units: the front's rows x all of K. The
+  // arrival counters' atomics (4 B a unit) are left out.
   const double chunks = u.chunks;
   c.bytes.lora_down = static_cast<double>(u.groups) * K * r * 2;
-  c.bytes.x_reread = front0_rows * u.Cols(0, 1) * 2;
+  c.bytes.x_reread = front0_rows * K * 2;
   c.bytes.partial_write = M * chunks * r * 4;
   c.bytes.partial_read = M * chunks * r * 4;
   c.bytes.act_write = M * r * 2;
@@ -191,24 +194,24 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
 
   // The quantizer warps' units as (c) and (e) time them, the plain op's too: each iteration's
   // DRAM round trip at the reading's end of its range (hardware.cc; Predict keeps its value). A
-  // branch unit (producers.cuh QuantizerLoop; kDownInstrPerRankTile's comment): a front chunk-0
-  // unit's quantization (the quantizer model's iterations over 8 rows), its publish, then
-  // chunk_elems / 64 iterations of one block a lane: x's L2 round trip again + the smoothing and
-  // the loop + lora_down's L2 round trip after it (act_smooth; low, or without it: under it) +
-  // the MMAs' issue. Every other unit: chunk_elems / 64 iterations of one block a lane, the first
-  // the quantizer model's iteration at quant_depth 1 (x's DRAM round trip), the later ones the
-  // same with x's L2 round trip (the unit's prefetch) + lora_down's L2 round trip after it (low:
-  // under x's) + the MMAs' issue, then the publish. Then either's partials' fence and arrival
-  // (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more than one chunk); the group's
-  // last arrival then sums the partials, writes l and counts it on its m-tile's word
-  // (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last. `lat`: the
-  // (loaded) L2 round trip.
-  // A DRAM round trip at the L2's load: every DRAM access is an L2 miss and queues in the L2 as
-  // a hit does, so it is the loaded L2 round trip `lat` + the DRAM's extra over an unloaded L2 hit
-  // (the reading's DRAM latency - its L2 latency) [ASSUMED: the DRAM part adds to the L2's
-  // queueing, it does not queue separately], never faster than an L2 hit under the same load.
-  // Every DRAM round trip below (every unit's quantizer iterations, the plain op's unit in (c)
-  // too, and the fused loop's first iteration) takes it; Predict keeps its own, unloaded.
+  // branch unit (producers.cuh QuantizerLoop; kDownInstrPerRankTile's comment): a front
+  // quantize-only unit's quantization (the quantizer model's iterations over 8 rows, prefetched),
+  // its publish; a front down-only unit's chunk_elems / 64 iterations of one block a lane: x's L2
+  // round trip again + the smoothing and the loop + lora_down's L2 round trip after it (act_smooth;
+  // low, or without it: under it) + the MMAs' issue. Every other unit: chunk_elems / 64 iterations
+  // of one block a lane, the first the quantizer model's iteration at quant_depth 1 (x's DRAM round
+  // trip), the later ones the same with x's L2 round trip (the unit's prefetch) + lora_down's L2
+  // round trip after it (low: under x's) + the MMAs' issue, then the publish. Then either's
+  // partials' fence and arrival (kPartialsFenceRoundTrips, kArrivalRoundTrips when K has more than
+  // one chunk); the group's last arrival then sums the partials, writes l and counts it on its
+  // m-tile's word (kCombineInstrPerStepBase's comment). RunQuantizer finds which unit arrives last.
+  // `lat`: the (loaded) L2 round trip. A DRAM round trip at the L2's load: every DRAM access is an
+  // L2 miss and queues in the L2 as a hit does, so it is the loaded L2 round trip `lat` + the
+  // DRAM's extra over an unloaded L2 hit (the reading's DRAM latency - its L2 latency) [ASSUMED:
+  // the DRAM part adds to the L2's queueing, it does not queue separately], never faster than an L2
+  // hit under the same load. Every DRAM round trip below (every unit's quantizer iterations, the
+  // plain op's unit in (c) too, and the fused loop's first iteration) takes it; Predict keeps its
+  // own, unloaded.
   Hardware hw_u = hw_q;
   hw_u.dram_latency_s.value = Pick(hw.dram_latency_s, reading, false);
   const double dram_unloaded = hw_u.dram_latency_s.value;
@@ -244,10 +247,18 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     hw_d.dram_latency_s.value = dram;
     return QuantSeconds(hw_d, d, rows, cols);
   };
+  // A front quantize-only unit: its rows' chunk prefetched to L2 at its claim (PrefetchUnitRows),
+  // so its first quantizer iteration waits for the DRAM round trip and the later ones for the
+  // loaded L2 round trip [ASSUMED, as the fused units' prefetch above].
+  auto quant_prefetched = [&](int rows, double cols, double lat) {
+    const double iters = std::ceil(rows * cols / 16 / 32 / d.quant_depth);
+    const double one = 16.0 * 32 * d.quant_depth;  // one iteration's blocks, as one row
+    return quant(1, one, dram_at(lat)) + (iters - 1) * quant(1, one, lat);
+  };
   auto branch_unit = [&](int begin, int end, bool front0, double lat) {
     const double cols = u.Cols(begin, end);
-    if (front0) {
-      return UnitSplit{quant(kBranchUnitRows, cols, dram_at(lat)),
+    if (front0) {  // the quantize-only unit's publish; the down-only unit's finish
+      return UnitSplit{quant_prefetched(kBranchUnitRows, cols, lat),
                        branch_iters(cols) * front0_iter(lat) + tail_round_trips * lat};
     }
     return UnitSplit{unit_iter(dram_at(lat), lat) + (branch_iters(cols) - 1) * unit_iter(lat, lat),
@@ -255,8 +266,9 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   };
 
   // (c) start-up: the first MMAs wait for chunk 0 of their m-tile, published once its front
-  // units' quantizations end: 8 rows at quant_depth blocks a lane in flight (the down-projection
-  // comes after the publish), against the plain op's 4-row unit (d.quant_rows_per_unit). Both
+  // units' quantizations end: 8 rows at quant_depth blocks a lane in flight, prefetched (the
+  // down-projection is another unit's), against the plain op's 4-row unit (d.quant_rows_per_unit,
+  // no prefetch). Both
   // latency-bound, the plain op's as Predict has it [ASSUMED: not hidden by the quantizer's DRAM
   // bandwidth bound]. Both at the loaded DRAM round trip (dram_at) of the call's L2 utilisation,
   // so set in at_rho below.
@@ -267,7 +279,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     hw_d.dram_latency_s.value = dram_at(lat);
     c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1), dram_at(lat));
     c.startup_iter_s = internal::QuantIterSeconds(hw_d, d);
-    c.quant_front0_s = quant(kBranchUnitRows, u.Cols(0, 1), dram_at(lat));
+    c.quant_front0_s = quant_prefetched(kBranchUnitRows, u.Cols(0, 1), lat);
     c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
   };
 
@@ -290,7 +302,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const double t_fixed_no_startup = c.t_plain + c.tensor + c.bytes_s + c.smooth;
   // The op's time when the branch's L2 accesses (lora_down, x again, the fences, the atomics, the
   // combines, x's prefetched reads) see the L2 at utilisation rho: all of them beside the GEMM
-  // [ASSUMED: the front's chunk-0 units' down-projections too, which start before the first MMAs].
+  // [ASSUMED: the front's down-only units too, which may start before the first MMAs].
   auto at_rho = [&](double rho) {
     const double lat = Loaded(hw, l2_lat, rho);
     startup_at(lat);

@@ -5,34 +5,35 @@
 // activation x a float factor in the quantizer warps, kernels/device/quantize.cuh) and the rank-r
 // low-rank branch (kernels/device/lowrank.cuh). The branch's units are 8 rows x ONE k-chunk
 // (work_units.h WorkUnits<8, kChunkUnits>: the m-tiles in blocks of the first wave's count, each
-// block chunk-major as the front, chunk 0 of every group, then chunk 1, ...), of two kinds
-// (producers.cuh QuantizerLoop). The front's chunk-0 units (u < front_groups: the ones the first
-// tiles' first stages wait for) are quantized alone (QuantizeUnit, 4 blocks a lane in flight, as
-// a plain unit), published, then down-projected (lowrank.cuh BranchDownUnit<kQuantize = false>:
-// one block a lane per iteration, x read again and smoothed again, lora_down loaded and the MMAs
-// issued). Every other unit is quantized and down-projected from the same registers
+// block chunk-major as the front, chunk 0 of every group, then chunk 1, ...), of three kinds
+// (producers.cuh QuantizerLoop, work_units.h Kind). The front's (group, chunk) pairs (what the
+// first tiles wait for) come first as quantize-only units (their rows prefetched to L2, then
+// QuantizeUnit, 4 blocks a lane in flight, as a plain unit; published), then, after all of them,
+// as down-only units (lowrank.cuh BranchDownUnit<kQuantize = false>: one block a lane per
+// iteration, x read again and smoothed again, lora_down loaded and the MMAs issued). Every later
+// unit is quantized and down-projected from the same registers
 // (BranchDownUnit<kQuantize = true>: x loaded once, its rows' chunk prefetched to L2 at the
-// unit's start), THEN published. lora_down is prefetched to L2 at the quantizers' start. Either
-// way the unit then stores its partial sums lambda (slot = its chunk) and arrives on its group's
-// counter (BranchFinishUnit); the group's last arrival adds the group's partials, writes
-// l = bf16(lambda) [M][r] and counts the group on its m-tile's BranchReadyWord (ready_flags.h).
-// The load warp gates a tile's LAST A stage on that word reaching the m-tile's groups
-// (loader.cuh; every other stage waits for its chunk alone), and each consumer warp, per
-// finished warp tile, reads its rows' l and adds l @ lora_up^T before the epilogue.
-// PredictOptions: the op's time with the options, as the plain op's (Predict) plus one term per
-// effect, each stated in options.cc with its assumption:
+// unit's start), THEN published. lora_down is prefetched to L2 at the quantizers' start. A
+// down-only or fused unit then stores its partial sums lambda (slot = its chunk) and arrives on its
+// group's counter (BranchFinishUnit); the group's last arrival adds the group's partials, writes l
+// = bf16(lambda) [M][r] and counts the group on its m-tile's BranchReadyWord (ready_flags.h). The
+// load warp gates a tile's LAST A stage on that word reaching the m-tile's groups (loader.cuh;
+// every other stage waits for its chunk alone), and each consumer warp, per finished warp tile,
+// reads its rows' l and adds l @ lora_up^T before the epilogue. PredictOptions: the op's time with
+// the options, as the plain op's (Predict) plus one term per effect, each stated in options.cc with
+// its assumption:
 //   (a) tensor   the branch's bf16 MMAs (2 M K r + 2 M N r FLOP) on the tensor pipes the NVFP4
 //                main loop uses, at Hardware::bf16_mma_flop_per_clk_per_sm
 //   (b) bytes    the branch's extra L2 traffic (lora_down per unit, x again for the front's
-//                chunk-0 units, the partials written and read once, l written and read per warp
+//                down-only units, the partials written and read once, l written and read per warp
 //                tile, lora_up) through Predict's own L2 / TMA-latency terms
-//   (c) start-up a front chunk-0 unit's quantization (8 rows, 4 blocks a lane in flight) before
-//                its chunk is published, against the plain op's 4-row unit: the first MMAs wait
-//                for it
+//   (c) start-up a front quantize-only unit's quantization (8 rows, 4 blocks a lane in flight,
+//                prefetched) before its chunk is published, against the plain op's 4-row unit: the
+//                first MMAs wait for it
 //   (d) smooth   act_smooth's instructions in the quantizer and its factor reads, through Predict's
 //                quantizer model
-//   (e) keep-up  every unit occupies its warp longer (a front chunk-0 unit its down-projection
-//                after its publish; every other unit its fused loop before it; then the partials'
+//   (e) keep-up  every unit occupies its warp longer (the front's down-only units are more
+//                units; every later unit its fused loop before its publish; then the partials'
 //                fence and the arrival; the group's last, the partials' sum and l), so chunks
 //                are published later, and each tile's last stage waits for its m-tile's l: the
 //                stall both cause the critical CTA, replayed per CTA against the GEMM
@@ -57,7 +58,7 @@ enum class OptionsReading { kLow, kDefault, kHigh };
 // SM-side L2 bytes the branch adds to the call.
 struct BranchBytes {
   double lora_down = 0;      // each unit its chunk of all r rows: ceil(M / 8) x K x r x 2
-  double x_reread = 0;       // the front's chunk-0 units' x, again: their rows x chunk 0 x 2
+  double x_reread = 0;       // the front's down-only units' x, again: its rows x K x 2
   double partial_write = 0;  // f32 partials, one slot per chunk: M x chunks x r x 4
   double partial_read = 0;   // the groups' last units read them back once: M x chunks x r x 4
   double act_write = 0;      // l = bf16(lambda), once per row: M x r x 2
@@ -85,11 +86,11 @@ struct OptionsCost {
   double smooth = 0;         // (d)
   double keepup = 0;         // (e)
   // The inputs of (c) and (e).
-  double quant_front0_s = 0;        // a front chunk-0 unit's quantization (8 rows): its publish
+  double quant_front0_s = 0;        // a front quantize-only unit's quantization (8 rows)
   double quant_front0_plain_s = 0;  //   the plain op's (d.quant_rows_per_unit rows)
   double startup_iter_s = 0;        //   one iteration of it (quant_depth blocks a lane)
-  double front0_down_iter_s = 0;    //   then one iteration of its down-projection (x again)
-  double front0_finish_s = 0;       //   its publish to its arrival: that loop, partials, atomic
+  double front0_down_iter_s = 0;    //   its down-only unit's iteration (x again)
+  double front0_finish_s = 0;       //   the down-only unit: that loop, partials, atomic
   double unit_first_iter_s = 0;     // every other unit's fused loop: its first iteration (x DRAM)
   double unit_iter_s = 0;           //   each later one (x prefetched to L2, dab8b1d)
   double unit_publish_s = 0;        //   such a unit (one chunk) from its claim to its publish
@@ -127,6 +128,7 @@ std::string OptionsLine(const Hardware& hw, const Design& d, int64_t m, const Op
 struct ModelUnit {
   int64_t row0 = 0, row_end = 0;
   int chunk_begin = 0, chunk_end = 0;
+  int kind = 0;  // kernels::UnitKind: 0 whole, 1 quantize only, 2 down-project only
 };
 std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,
                                       int rows, bool chunk_units);

@@ -46,7 +46,8 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "  r = 32 + smooth, default reading: FLOP down %.3g + up %.3g at %.0f FLOP/clk/SM (bf16, f32 "
       "accumulate): %.1f us serial on the critical SM (low: %.0f FLOP/clk/SM, only what the plain "
       "op's %.1f us of tensor-idle time cannot take: %.1f us). L2 bytes: lora_down %.1f + x again "
-      "%.1f (the front's chunk-0 units) + partials written %.1f, read %.1f + l written %.1f, read "
+      "%.1f (the front's down-only units) + partials written %.1f, read %.1f + l written %.1f, "
+      "read "
       "%.1f + lora_up %.1f = %.1f MB (+ act_smooth's factors %.1f MB).\n",
       c.flop_down, c.flop_up, c.bf16_flop_per_clk_per_sm, c.tensor_serial * kUs,
       lo.bf16_flop_per_clk_per_sm, lo.tensor_idle * kUs, lo.tensor * kUs, c.bytes.lora_down * 1e-6,
@@ -54,11 +55,14 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       c.bytes.act_write * 1e-6, c.bytes.act_read * 1e-6, c.bytes.lora_up * 1e-6,
       c.bytes.Total() * 1e-6, c.smooth_bytes * 1e-6);
   std::printf(
-      "    a front chunk-0 unit (8 rows x chunk 0): quantized alone, %.0f iterations of 4 blocks a "
-      "lane (%.0f ns each), published after %.1f us (low %.1f; the start-up, against the plain "
-      "op's 4-row unit's %.1f us), then down-projected: %.0f iterations of x again from L2, "
-      "lora_down from L2 (prefetched at the start [ASSUMED]), %.0f ns each (low %.0f), %.1f us to "
-      "its arrival. Every other unit: %.0f iterations of one block a lane, quantized and "
+      "    a front quantize-only unit (8 rows x chunk 0): its rows prefetched to L2, then 4 blocks "
+      "a "
+      "lane an iteration (the first %.0f ns, at the DRAM round trip; the later ones at L2's), "
+      "published after %.1f us (low %.1f; the start-up, against the plain op's 4-row unit's %.1f "
+      "us, no prefetch); its down-only unit, claimed after every quantize-only unit: %.0f "
+      "iterations of x again from L2, lora_down from L2 (prefetched at the start [ASSUMED]), %.0f "
+      "ns each (low %.0f), %.1f us to its arrival. Every other unit: %.0f iterations of one block "
+      "a lane, quantized and "
       "down-projected from the same registers, its rows' chunk prefetched to L2 at its start: the "
       "first %.0f ns (x's DRAM round trip, then lora_down's loaded L2 one [ASSUMED]; low %.0f), "
       "the later ones %.0f ns each (x from L2 [ASSUMED], then lora_down; low %.0f ns, lora_down "
@@ -68,10 +72,9 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "need: a chunk's publication, plain %+.1f us, with the options %+.1f us; an m-tile's l (at "
       "its tiles' last stage) %+.1f us; the critical CTA's stall: plain %.1f us, with the options "
       "%.1f us.\n",
-      c.quant_front0_s / c.startup_iter_s, c.startup_iter_s * 1e9, c.quant_front0_s * kUs,
-      lo.quant_front0_s * kUs, c.quant_front0_plain_s * kUs,
-      (c.front0_finish_s - c.unit_finish_s) / c.front0_down_iter_s, c.front0_down_iter_s * 1e9,
-      lo.front0_down_iter_s * 1e9, c.front0_finish_s * kUs,
+      c.startup_iter_s * 1e9, c.quant_front0_s * kUs, lo.quant_front0_s * kUs,
+      c.quant_front0_plain_s * kUs, (c.front0_finish_s - c.unit_finish_s) / c.front0_down_iter_s,
+      c.front0_down_iter_s * 1e9, lo.front0_down_iter_s * 1e9, c.front0_finish_s * kUs,
       1 + (c.unit_publish_s - c.unit_first_iter_s) / c.unit_iter_s, c.unit_first_iter_s * 1e9,
       lo.unit_first_iter_s * 1e9, c.unit_iter_s * 1e9, lo.unit_iter_s * 1e9, c.unit_publish_s * kUs,
       c.unit_finish_s * kUs, c.combine_s * kUs, c.combine_round_trips, lo.combine_round_trips,
@@ -83,7 +86,8 @@ void PrintOptions(const Hardware& h, const Design& d, int64_t m) {
       "(450 .. 900 ns), lora_down's loads under x's or after them (x's DRAM round trip in a fused "
       "unit's first iteration, its L2 one after, the prefetches honoured in every reading), the "
       "partials' sum's steps overlapped or not, act_smooth's instructions, the RTX 5090's bf16 "
-      "rate (full rate at low; the PRO 6000's is derived: one value); keep-up: the critical CTA's stall in a per-CTA replay of the GEMM "
+      "rate (full rate at low; the PRO 6000's is derived: one value); keep-up: the critical CTA's "
+      "stall in a per-CTA replay of the GEMM "
       "against the units' publications and the m-tiles' l; w/o (c),(e): tensor + bytes + smooth "
       "alone, what a down-projection off the quantizer warps would leave)\n");
 }

@@ -119,15 +119,22 @@ QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seco
     }
     if (next == count) continue;  // the warp is free at e.t: it claims the next unit, if any
     u.Decode(next, &group, &begin, &end);
-    const int front0 = next < u.front_groups ? 1 : 0;
+    // The plain op's every unit, and the branch's later ones: whole (publish, then finish). The
+    // branch's front: a quantize-only unit publishes and frees its warp (no arrival); its
+    // down-only unit, claimed later, publishes nothing and arrives after its down-projection.
+    const int kind = branch ? u.Kind(next) : 0;
+    const int front0 = kind != 0 ? 1 : 0;
     const UnitSplit& t = times[static_cast<size_t>((front0 * stride + begin) * stride + end)];
-    total += t.publish + t.finish;
+    const double publish = kind == 2 ? 0 : t.publish, finish = kind == 1 ? 0 : t.finish;
+    total += publish + finish;
     const int64_t m_tile = group / groups_per_m_tile;
-    for (int c = begin; c < end; ++c) {
-      double& p = s.published[static_cast<size_t>(m_tile * u.chunks + c)];
-      p = std::max(p, e.t + t.publish);
+    if (kind != 2) {
+      for (int c = begin; c < end; ++c) {
+        double& p = s.published[static_cast<size_t>(m_tile * u.chunks + c)];
+        p = std::max(p, e.t + publish);
+      }
     }
-    push({e.t + t.publish + t.finish, seq++, next});
+    push({e.t + publish + finish, seq++, kind == 1 ? -1 : next});
     ++next;
   }
   s.busy = total / static_cast<double>(warps);
@@ -209,6 +216,7 @@ std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const
     u.Decode(i, &group, &w.chunk_begin, &w.chunk_end);
     w.row0 = group * rows;
     w.row_end = std::min(u.m, w.row0 + rows);
+    w.kind = u.Kind(i);
   }
   return order;
 }

@@ -25,16 +25,26 @@ struct UnitMap {
   int chunks = 1;
   double chunk_elems = 0, k = 0;
   int64_t Count() const {
-    return front_groups * chunks + (groups - front_groups) * (chunk_units ? chunks : 1);
+    return front_groups * chunks * (chunk_units ? 2 : 1) +
+           (groups - front_groups) * (chunk_units ? chunks : 1);
+  }
+  // chunk_units: the front's units [0, F) quantize only, [F, 2F) down-project the same (group,
+  // chunk) pairs in the same order, the rest do both (F = front_groups x chunks; a replica of
+  // WorkUnits::Kind). 0 whole, 1 quantize only, 2 down-project only.
+  int Kind(int64_t u) const {
+    const int64_t f = front_groups * chunks;
+    return !chunk_units ? 0 : u < f ? 1 : u < 2 * f ? 2 : 0;
   }
   // Unit u's group and chunks [begin, end): a replica of WorkUnits<rows, chunk_units>::Unit
   // (options_test checks them equal). The front (the first front_groups groups) chunk-major: chunk
-  // 0 of each front group, then chunk 1, ...; chunk_units: so is every later block of front_groups
-  // groups in turn (the last may be partial), block b's chunk 0 of each of its groups, then its
-  // chunk 1, ..., before block b + 1; else each later group one unit of all chunks, in order.
+  // 0 of each front group, then chunk 1, ...; chunk_units: the front once more (its down-only
+  // units, Kind), then every later block of front_groups groups in turn (the last may be
+  // partial), block b's chunk 0 of each of its groups, then its chunk 1, ..., before block b + 1;
+  // else each later group one unit of all chunks, in order.
   void Decode(int64_t u, int64_t* group, int* begin, int* end) const {
     const int64_t front_units = front_groups * chunks;
     if (chunk_units) {
+      if (u >= front_units) u -= front_units;  // the front's down-only units: its units again
       const int64_t block = u / front_units, v = u % front_units;
       const int64_t first = block * front_groups;
       const int64_t block_groups = std::min(front_groups, groups - first);
@@ -62,13 +72,14 @@ UnitMap Units(const Hardware& hw, const Design& d, const Problem& p, const Predi
 
 // A unit's time on its warp, in two parts: from its claim to its publish, and from its publish
 // to its arrival on its group's counter (0 in the plain op). The plain op's: its quantization,
-// then nothing. The branch's (producers.cuh QuantizerLoop): a front chunk-0 unit (front0: u <
-// front_groups) its quantization alone, then its down-projection, partials' stores, fence and
-// atomic; every other unit its quantize + down-project loop, then the partials, fence, atomic.
+// then nothing. The branch's (producers.cuh QuantizerLoop): for a front (group, chunk) (front0),
+// the quantize-only unit's quantization (publish) and the down-only unit's down-projection,
+// partials' stores, fence and atomic (finish), each on its own claim (Kind); every other unit
+// its quantize + down-project loop, then the partials, fence, atomic.
 struct UnitSplit {
   double publish = 0, finish = 0;
 };
-// A unit of chunks [begin, end); front0: one of the first front_groups units.
+// A unit of chunks [begin, end); front0: one of the front's (Kind 1 or 2).
 using UnitTime = std::function<UnitSplit(int begin, int end, bool front0)>;
 
 // The quantizer warps over the call, from the kernel's start.
@@ -80,14 +91,15 @@ struct QuantSchedule {
 
 // The units claimed in increasing order from one counter (work_units.h), each by the warp that
 // frees first; a unit publishes its chunks at the end of its first part (a chunk of an m-tile is
-// published with the last of its groups' units). With the branch (combine >= 0), the warp then
-// runs the unit's second part (a front chunk-0 unit's down-projection, then every unit's partials)
-// and arrives on the group's counter: the group's last arrival (in time, as the atomic orders
-// them; the group's every unit one chunk) sums the partials and writes l, `combine` more, and an
-// m-tile's l is ready when its last group's is. A warp claims its next unit only then. Simulated
-// event by event in time order (one event a unit: its arrival, the plain op's its end; one more a
-// group's last arrival: its combine's end), so a unit learns whether it is its group's last at
-// its arrival, every unit claimed before then having its arrival time.
+// published with the last of its groups' units). With the branch (combine >= 0, UnitMap::Kind),
+// a front quantize-only unit has only that first part (no arrival); a down-only unit only the
+// second (no publish); a later unit both. The second part (the down-projection where the unit's
+// own, the partials) ends in the arrival on the group's counter: the group's last arrival (in time,
+// as the atomic orders them; the group's every unit one chunk) sums the partials and writes l,
+// `combine` more, and an m-tile's l is ready when its last group's is. A warp claims its next unit
+// only then. Simulated event by event in time order (one event a unit: its arrival, the plain op's
+// its end; one more a group's last arrival: its combine's end), so a unit learns whether it is its
+// group's last at its arrival, every unit claimed before then having its arrival time.
 QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seconds,
                            double combine);
 

@@ -60,7 +60,6 @@ TEST(OptionsScheduleTest, GemmReplayByHand) {
   EXPECT_EQ(replay(pub, no_l).stall, 0);
 }
 
-
 // The units the keep-up term replays, in claim order, against the kernel's own unit map
 // (kernels/device/work_units.h), built here from the kernel's FrontMTiles on the persistent grid
 // min(SMs, tiles): the branch's WorkUnits<8, true> and the plain op's WorkUnits<4>, unit by unit.
@@ -84,6 +83,7 @@ void ExpectKernelOrder(const Hardware& hw, const Problem& p) {
     ASSERT_EQ(x.row_end, w.row_end) << "unit " << u;
     ASSERT_EQ(x.chunk_begin, w.chunk_begin) << "unit " << u;
     ASSERT_EQ(x.chunk_end, w.chunk_end) << "unit " << u;
+    ASSERT_EQ(x.kind, static_cast<int>(units.Kind(static_cast<uint32_t>(u)))) << "unit " << u;
   }
 }
 
@@ -109,35 +109,41 @@ TEST(OptionsScheduleTest, UnitOrderIsTheKernels) {
 
 // The branch's order by hand, RTX 5090 at M = 4100 (N = 5376, K = 7168): 170 CTAs over 21
 // n-tiles start on ceil(170 / 21) = 9 m-tiles, so blocks of 9 x 16 = 144 8-row groups, 7 chunks
-// of 1024 each: block b's units [1008 b, 1008 b + 1008) take chunk 0 of its 144 groups, then
-// chunk 1, ...; the last block is groups 432 .. 512 (81, the last of 4 rows), 567 units.
+// of 1024 each. The front's units [0, 1008) quantize chunk 0 of its 144 groups, then chunk 1, ...;
+// [1008, 2016) down-project the same pairs in the same order; then block b >= 1's units
+// [1008 (b + 1), 1008 (b + 2)) take chunk 0 of its 144 groups, then chunk 1, ...; the last block is
+// groups 432 .. 512 (81, the last of 4 rows), 567 units.
 TEST(OptionsScheduleTest, BranchUnitOrderByHand) {
   Problem p;
   p.m = 4100;
   const std::vector<ModelUnit> order =
       ModelUnitOrder(Rtx5090(), CurrentDesign(), p, kernels::kBranchUnitRows, true);
-  ASSERT_EQ(order.size(), 513u * 7);
-  auto expect = [&](int64_t u, int64_t group, int chunk) {
+  ASSERT_EQ(order.size(), 513u * 7 + 1008);
+  auto expect = [&](int64_t u, int64_t group, int chunk, int kind) {
     const ModelUnit& x = order[static_cast<size_t>(u)];
     EXPECT_EQ(x.row0, 8 * group) << "unit " << u;
     EXPECT_EQ(x.row_end, std::min<int64_t>(8 * group + 8, 4100)) << "unit " << u;
     EXPECT_EQ(x.chunk_begin, chunk) << "unit " << u;
     EXPECT_EQ(x.chunk_end, chunk + 1) << "unit " << u;
+    EXPECT_EQ(x.kind, kind) << "unit " << u;
   };
-  expect(0, 0, 0);
-  expect(143, 143, 0);
-  expect(144, 0, 1);
-  expect(1007, 143, 6);
-  expect(1008, 144, 0);  // block 1: chunk-major as the front, not group 144's 7 chunks in a row
-  expect(1009, 145, 0);
-  expect(1008 + 143, 287, 0);
-  expect(1008 + 144, 144, 1);
-  expect(2015, 287, 6);
-  expect(2016, 288, 0);
-  expect(3024, 432, 0);  // the last block, 81 groups
-  expect(3024 + 80, 512, 0);
-  expect(3024 + 81, 432, 1);
-  expect(3590, 512, 6);
+  expect(0, 0, 0, 1);
+  expect(143, 143, 0, 1);
+  expect(144, 0, 1, 1);
+  expect(1007, 143, 6, 1);
+  expect(1008, 0, 0, 2);  // the front again, down-only
+  expect(1008 + 144, 0, 1, 2);
+  expect(2015, 143, 6, 2);
+  expect(2016, 144, 0, 0);  // block 1: chunk-major as the front, not group 144's 7 chunks in a row
+  expect(2017, 145, 0, 0);
+  expect(2016 + 143, 287, 0, 0);
+  expect(2016 + 144, 144, 1, 0);
+  expect(3023, 287, 6, 0);
+  expect(3024, 288, 0, 0);
+  expect(4032, 432, 0, 0);  // the last block, 81 groups
+  expect(4032 + 80, 512, 0, 0);
+  expect(4032 + 81, 432, 1, 0);
+  expect(4598, 512, 6, 0);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Issue 30's options in the model (options.h): the branch's bytes and FLOPs against hand
 // arithmetic, the terms' sum, monotone in the rank, act_smooth alone, the readings' order, both
-// kinds of unit's time and the schedule by hand (the front's chunk-0 units published after their
-// quantization alone, every other unit after its fused loop, l after the partials), the start-up's
+// kinds of unit's time and the schedule by hand (the front's quantize-only units published after
+// their quantization alone, its down-only units after them, every later unit published after its
+// fused loop, l after the partials), the start-up's
 // and the keep-up term's response to the DRAM and L2 latencies, that the keep-up term charges the
 // critical CTA's stall, the prefetches (dab8b1d) against the DRAM's bandwidth, the line's
 // format. The unit order and the GEMM replay by hand: options_schedule_test.cc.
@@ -41,15 +42,15 @@ TEST(OptionsTest, BytesAndFlopsByHand) {
   EXPECT_DOUBLE_EQ(c.bytes.act_write, 4096.0 * 32 * 2);                // 262,144
   EXPECT_DOUBLE_EQ(c.bytes.act_read, 4096.0 / 64 * 84 * 64 * 32 * 2);  // 22,020,096
   EXPECT_DOUBLE_EQ(c.bytes.lora_up, 32.0 * 2 * 5376 * 32 * 2);         // 22,020,096
-  // x is read again only by the front's 144 chunk-0 units (their down-projection after the
-  // publish): 1152 rows x 1024 columns x 2 B, not M x K x 2.
-  EXPECT_DOUBLE_EQ(c.bytes.x_reread, 144.0 * 8 * 1024 * 2);  // 2,359,296
-  EXPECT_DOUBLE_EQ(c.bytes.Total(), 234881024.0 + 2359296 + 2 * 3670016 + 262144 + 2 * 22020096);
+  // x is read again only by the front's down-only units (144 groups x 7 chunks): 1152 rows x
+  // 7168 columns x 2 B, not M x K x 2.
+  EXPECT_DOUBLE_EQ(c.bytes.x_reread, 144.0 * 8 * 7168 * 2);  // 16,515,072
+  EXPECT_DOUBLE_EQ(c.bytes.Total(), 234881024.0 + 16515072 + 2 * 3670016 + 262144 + 2 * 22020096);
   EXPECT_DOUBLE_EQ(c.flop_down, 2.0 * 4096 * 7168 * 32);
   EXPECT_DOUBLE_EQ(c.flop_up, 2.0 * 4096 * 5376 * 32);
   // act_smooth's factors: each 8-row unit its k-range x 4 B (the fused units' MMAs take x' from
-  // the quantizer's registers), the front's chunk-0 units chunk 0's again.
-  EXPECT_DOUBLE_EQ(c.smooth_bytes, 512.0 * 7168 * 4 + 144.0 * 1024 * 4);
+  // the quantizer's registers), the front's down-only units the front's again.
+  EXPECT_DOUBLE_EQ(c.smooth_bytes, 512.0 * 7168 * 4 + 144.0 * 7168 * 4);
   // (a) serially: the down-projection over the 170 SMs + the critical SM's 4 tiles' up-projection
   // (672 tiles), at the 5090's 512 FLOP/clk/SM.
   EXPECT_DOUBLE_EQ(c.bf16_flop_per_clk_per_sm, 512);
@@ -60,14 +61,14 @@ TEST(OptionsTest, BytesAndFlopsByHand) {
   // Every byte but x's and every FLOP scales with r.
   const OptionsCost half = PredictOptions(hw, CurrentDesign(), AtM(4096), {16, true});
   EXPECT_DOUBLE_EQ(half.bytes.x_reread, c.bytes.x_reread);
-  EXPECT_DOUBLE_EQ(2 * (half.bytes.Total() - 2359296), c.bytes.Total() - 2359296);
+  EXPECT_DOUBLE_EQ(2 * (half.bytes.Total() - 16515072), c.bytes.Total() - 16515072);
   EXPECT_DOUBLE_EQ(2 * (half.flop_down + half.flop_up), c.flop_down + c.flop_up);
   // The same front at M = 16384; at M = 1000 the front is all 125 groups, 1000 rows.
   auto x_at = [&](int64_t m) {
     return PredictOptions(hw, CurrentDesign(), AtM(m), {32, true}).bytes.x_reread;
   };
-  EXPECT_DOUBLE_EQ(x_at(16384), 2359296);
-  EXPECT_DOUBLE_EQ(x_at(1000), 1000.0 * 1024 * 2);
+  EXPECT_DOUBLE_EQ(x_at(16384), 16515072);
+  EXPECT_DOUBLE_EQ(x_at(1000), 1000.0 * 7168 * 2);
 }
 
 TEST(OptionsTest, TermsSumToTheTotal) {
@@ -159,9 +160,8 @@ TEST(OptionsTest, Bf16Rates) {
   EXPECT_FALSE(w.bf16_mma_flop_per_clk_per_sm.assumed);
   EXPECT_FALSE(w.bf16_mma_flop_per_clk_per_sm.HasRange());
   for (OptionsReading r : {OptionsReading::kLow, OptionsReading::kHigh}) {
-    EXPECT_EQ(
-        PredictOptions(w, CurrentDesign(), AtM(4096), {32, true}, r).bf16_flop_per_clk_per_sm,
-        1024);
+    EXPECT_EQ(PredictOptions(w, CurrentDesign(), AtM(4096), {32, true}, r).bf16_flop_per_clk_per_sm,
+              1024);
   }
   Hardware full = g;
   full.bf16_mma_flop_per_clk_per_sm.value = 1024;
@@ -180,10 +180,10 @@ TEST(OptionsTest, Bf16Rates) {
 // unit's 2, each a loaded DRAM round trip (the loaded L2 round trip + DRAM - L2 unloaded): it
 // follows the DRAM latency (+100 ns: 4 x against 2 x, with the loaded L2's small shift as the
 // call's time moves) and the L2's queueing only (a doubled L2 latency: the DRAM's extra 130 ns
-// less, the loaded round trip longer); the fused units' loops in (e) wait for lora_down from L2 in every iteration, so a
-// slower L2 makes them longer and the chunks later: at the default reading the GEMM, started that
-// much sooner, already waits for the fused units' second round (ChunksPublishedByUnitKind), at
-// twice the L2 latency longer.
+// less, the loaded round trip longer); the fused units' loops in (e) wait for lora_down from L2 in
+// every iteration, so a slower L2 makes them longer and the chunks later: at the default reading
+// the GEMM, started that much sooner, already waits for the fused units' second round
+// (ChunksPublishedByUnitKind), at twice the L2 latency longer.
 TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
   const Hardware hw = Rtx5090();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
@@ -207,9 +207,12 @@ TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
   const OptionsCost x = PredictOptions(slow_dram, CurrentDesign(), AtM(4096), {32, true});
   const double shift = 100e-9 + x.unit_finish_s / 2 - c_lat;
   EXPECT_LT(std::abs(shift - 100e-9), 5e-9);
-  EXPECT_NEAR(x.quant_front0_s - c.quant_front0_s, 4 * shift, 1e-12);
+  // The front's quantize-only unit meets the DRAM once (its rows prefetched), the plain op's
+  // 4-row unit twice; the L2's part of the shift (the loads' bytes) reaches all four iterations.
+  const double l2_shift = shift - 100e-9;
+  EXPECT_NEAR(x.quant_front0_s - c.quant_front0_s, shift + 3 * l2_shift, 1e-12);
   EXPECT_NEAR(x.quant_front0_plain_s - c.quant_front0_plain_s, 2 * shift, 1e-12);
-  EXPECT_NEAR(x.startup - c.startup, 2 * shift, 1e-12);
+  EXPECT_NEAR(x.startup - c.startup, 3 * l2_shift - shift, 1e-12);
 }
 
 // Both kinds of unit by hand (5090, r = 32 + smooth, default reading). A fused unit: 8 x 1024
@@ -218,19 +221,20 @@ TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
 // ns), each later one x's loaded L2 round trip,
 // then 230 + 44 quantizer instructions at IPC 0.5 + lora_down's loaded L2 round trip + 2 rank
 // tiles x 10 instructions; published after the 16th; then the partials' fence and the atomic (a
-// round trip each). A front chunk-0 unit: 8 x 1024 / 16 / 32 / 4 = 4 quantizer iterations of 4
-// blocks a lane (the plain op's 4-row unit: 2), published; then 16 iterations of x again (a loaded
-// L2 hit) + 6 + 44 instructions + lora_down's loaded L2 round trip (prefetched at the kernel's
-// start, no longer a DRAM miss) + the MMAs' 20; the fence, the atomic. A group's last: 2 steps x 2
-// batches + l's fence = 5 round trips (low: 3) + 2 x (9 + 5 x 7) instructions. Low: DRAM 450 ns,
-// L2 110 unloaded, smoothing 32 instructions, lora_down's round trip under x's (the first
-// iteration's DRAM one, the later ones' L2 one); high: DRAM 900 ns, smoothing 56, L2 at the high
-// reading's loaded round trip. Without act_smooth nothing waits for x before lora_down's loads.
-// The DRAM latency reaches a fused unit once (its first iteration), a front chunk-0 unit's
-// down-projection not at all. The quantizer iterations' DRAM round trips (c) loaded as the fused
-// loop's first; the loaded L2 round trip read off the tail (2 of them). At M = 16384 (the L2 at
-// ~650 ns loaded, above the unloaded 600 ns DRAM) a DRAM access stays 470 ns slower than an L2
-// hit: the first iteration 470 ns longer than a later one.
+// round trip each). A front quantize-only unit: 8 x 1024 / 16 / 32 / 4 = 4 quantizer iterations of
+// 4 blocks a lane, its rows prefetched: the first at x's loaded DRAM round trip, the later three at
+// the loaded L2 one (the plain op's 4-row unit: 2, both DRAM), published. Its down-only unit: 16
+// iterations of x again (a loaded L2 hit) + 6 + 44 instructions + lora_down's loaded L2 round trip
+// (prefetched at the kernel's start, no longer a DRAM miss) + the MMAs' 20; the fence, the atomic.
+// A group's last: 2 steps x 2 batches + l's fence = 5 round trips (low: 3) + 2 x (9 + 5 x 7)
+// instructions. Low: DRAM 450 ns, L2 110 unloaded, smoothing 32 instructions, lora_down's round
+// trip under x's (the first iteration's DRAM one, the later ones' L2 one); high: DRAM 900 ns,
+// smoothing 56, L2 at the high reading's loaded round trip. Without act_smooth nothing waits for x
+// before lora_down's loads. The DRAM latency reaches a fused unit and a quantize-only unit once
+// (the first iteration), a down-only unit not at all. The quantizer iterations' DRAM round trips
+// (c) loaded as the fused loop's first; the loaded L2 round trip read off the tail (2 of them). At
+// M = 16384 (the L2 at ~650 ns loaded, above the unloaded 600 ns DRAM) a DRAM access stays 470 ns
+// slower than an L2 hit: the first iteration 470 ns longer than a later one.
 TEST(OptionsTest, UnitTimeByHand) {
   const Hardware hw = Rtx5090();
   const double clk = hw.ClockHz(), dram = 600e-9;
@@ -250,18 +254,18 @@ TEST(OptionsTest, UnitTimeByHand) {
   EXPECT_NEAR(c.unit_iter_s, lat + block + lat + mma, 1e-12);
   EXPECT_NEAR(c.unit_publish_s, c.unit_first_iter_s + 15 * c.unit_iter_s, 1e-12);
   EXPECT_NEAR(c.startup_iter_s, dram_l + 4 * block, 1e-12);
-  EXPECT_NEAR(c.quant_front0_s, 4 * (dram_l + 4 * block), 1e-12);
+  EXPECT_NEAR(c.quant_front0_s, (dram_l + 4 * block) + 3 * (lat + 4 * block), 1e-12);
   EXPECT_NEAR(c.quant_front0_plain_s, 2 * (dram_l + 4 * block), 1e-12);
-  EXPECT_NEAR(c.startup, 2 * (dram_l + 4 * block), 1e-12);
+  EXPECT_NEAR(c.startup, 3 * (lat + 4 * block) - (dram_l + 4 * block), 1e-12);
   EXPECT_NEAR(c.front0_down_iter_s, lat + instr(6 + 44) + lat + mma, 1e-12);
   EXPECT_NEAR(c.front0_finish_s, 16 * c.front0_down_iter_s + 2 * lat, 1e-12);
   EXPECT_EQ(c.combine_round_trips, 5);
   EXPECT_NEAR(c.combine_s, 5 * lat + 2 * instr(9 + 5 * 7), 1e-12);
-  // 3 quantizer warps on each of the 170 CTAs share 512 x 7 units, the front's 144 chunk-0 units
-  // among them, 512 a group's last.
+  // 3 quantizer warps on each of the 170 CTAs share 512 x 7 (group, chunk) pairs, the front's
+  // 144 x 7 each as a quantize-only and a down-only unit, 512 a group's last.
   EXPECT_NEAR(c.quant_busy_s * 510,
-              144 * (c.quant_front0_s + c.front0_finish_s) +
-                  (3584 - 144) * (c.unit_publish_s + c.unit_finish_s) + 512 * c.combine_s,
+              1008 * (c.quant_front0_s + c.front0_finish_s) +
+                  (3584 - 1008) * (c.unit_publish_s + c.unit_finish_s) + 512 * c.combine_s,
               1e-9);
   const OptionsCost lo =
       PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kLow);
@@ -287,14 +291,15 @@ TEST(OptionsTest, UnitTimeByHand) {
   EXPECT_NEAR(n.unit_iter_s, 2 * n_lat + instr(230) + mma, 1e-12);
   EXPECT_NEAR(n.front0_down_iter_s, n_lat + instr(6) + mma, 1e-12);
   // The low reading (unloaded L2, DRAM at its range's low end) 100 ns slower in DRAM: a fused unit
-  // 100 ns longer (one DRAM round trip, not 16), a front chunk-0 unit's down-projection unchanged.
+  // 100 ns longer (one DRAM round trip, not 16), so is a quantize-only unit (its rows
+  // prefetched), a down-only unit unchanged.
   Hardware slow = hw;
   slow.dram_latency_s.low += 100e-9;
   const OptionsCost s =
       PredictOptions(slow, CurrentDesign(), AtM(4096), {32, true}, OptionsReading::kLow);
   EXPECT_NEAR(s.unit_publish_s - lo.unit_publish_s, 100e-9, 1e-12);
   EXPECT_EQ(s.front0_down_iter_s, lo.front0_down_iter_s);
-  EXPECT_NEAR(s.quant_front0_s - lo.quant_front0_s, 4 * 100e-9, 1e-12);
+  EXPECT_NEAR(s.quant_front0_s - lo.quant_front0_s, 100e-9, 1e-12);
   const OptionsCost big = PredictOptions(hw, CurrentDesign(), AtM(16384), {32, true});
   const double big_lat = big.unit_finish_s / 2;
   EXPECT_GT(big_lat, dram);  // the loaded L2 round trip above the unloaded DRAM one
@@ -334,15 +339,13 @@ TEST(OptionsTest, PrefetchesLandBeforeTheLoopsAsk) {
   EXPECT_GT(lo.unit_first_iter_s + 14 * lo.unit_iter_s, all);
 }
 
-// The schedule by hand (5090, M = 4096, r = 32 + smooth; q0, f0: a front chunk-0 unit's
-// quantization, then its down-projection and tail; p, f: a fused unit's loop, then its tail). The
-// 510 warps claim units 0 .. 509 at once: the front's chunk 0 of its 144 groups (published at q0),
-// its chunks 1, 2 and chunk 3 of groups 0 .. 77 (m-tiles 0 .. 3, part of 4; published at p). The
-// latter 366 warps free first, at p + f: units 510 .. 875 (chunk 3 of groups 78 .. 143, chunks 4,
-// 5, chunk 6 of groups 0 .. 11: published at 2p + f); the first 144 at q0 + f0: 876 .. 1007 (q0 +
-// f0 + p) and block 1's first 12 chunk-0 units, fused: block 1's chunk 0 (m-tile 9 on) waits for
-// the warps that free at 2p + 2f: 3p + 2f. The front's l: its chunk 6's arrival + a combine. The
-// GEMM needs m-tile 4's chunk 3 at 3/7 of its first tile: the latest chunk, the critical stall.
+// The schedule by hand (5090, M = 4096, r = 32 + smooth; q0: a front quantize-only unit, f0: a
+// down-only unit; p, f: a fused unit's loop, then its tail). The 510 warps claim units 0 .. 509 at
+// once, all quantize-only: chunks 0 .. 2 of the front's 144 groups and chunk 3 of groups 0 .. 77
+// (m-tiles 0 .. 3, part of 4), published at q0; then 498 of them the rest of the front's
+// quantize-only units (published at 2 q0) and 12 the first down-only units. Block 1's units come
+// after every down-only unit: its chunk 0 (m-tile 9 on) is published only after a down-only
+// unit's warp frees, at least q0 + f0 + p. A front m-tile's l follows its groups' down-only units.
 TEST(OptionsTest, ChunksPublishedByUnitKind) {
   const Hardware hw = Rtx5090();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});
@@ -351,44 +354,38 @@ TEST(OptionsTest, ChunksPublishedByUnitKind) {
   ASSERT_EQ(c.l_ready.size(), 32u);
   const double q0 = c.quant_front0_s, f0 = c.front0_finish_s;
   const double p = c.unit_publish_s, f = c.unit_finish_s;
-  ASSERT_GT(q0 + f0, p + f);
-  ASSERT_LT(q0 + f0, 2 * p + 2 * f);
+  ASSERT_GT(f0, q0);
   auto pub = [&](int mt, int ch) { return c.published[static_cast<size_t>(mt * 7 + ch)]; };
   for (int mt = 0; mt < 9; ++mt) {
     SCOPED_TRACE(mt);
-    EXPECT_NEAR(pub(mt, 0), q0, 1e-12);
-    for (int ch = 1; ch < 3; ++ch) EXPECT_NEAR(pub(mt, ch), p, 1e-12) << "chunk " << ch;
-    EXPECT_NEAR(pub(mt, 3), mt < 4 ? p : 2 * p + f, 1e-12);
-    for (int ch = 4; ch < 6; ++ch) EXPECT_NEAR(pub(mt, ch), 2 * p + f, 1e-12) << "chunk " << ch;
-    EXPECT_NEAR(pub(mt, 6), q0 + f0 + p, 1e-12);
-    EXPECT_NEAR(c.l_ready[static_cast<size_t>(mt)], q0 + f0 + p + f + c.combine_s, 1e-12);
+    for (int ch = 0; ch < 3; ++ch) EXPECT_NEAR(pub(mt, ch), q0, 1e-12) << "chunk " << ch;
+    EXPECT_NEAR(pub(mt, 3), mt < 4 ? q0 : 2 * q0, 1e-12);
+    for (int ch = 4; ch < 7; ++ch) EXPECT_NEAR(pub(mt, ch), 2 * q0, 1e-12) << "chunk " << ch;
+    EXPECT_GE(c.l_ready[static_cast<size_t>(mt)], q0 + f0 + c.combine_s - 1e-12);
   }
-  EXPECT_NEAR(pub(9, 0), 3 * p + 2 * f, 1e-12);
-  for (int mt = 0; mt < 32; ++mt) {
+  EXPECT_GE(pub(9, 0), q0 + f0 + p - 1e-12);
+  for (int mt = 9; mt < 32; ++mt) {
     double last = 0;
     for (int ch = 0; ch < 7; ++ch) last = std::max(last, pub(mt, ch));
     EXPECT_GE(c.l_ready[static_cast<size_t>(mt)], last + f + c.combine_s - 1e-12) << mt;
   }
+  // The front is never late; the stall is a later block's chunk.
   const Prediction pr = Predict(hw, CurrentDesign(), AtM(4096));
-  const double late = 2 * p + f - (pr.t_startup + c.startup + 3.0 / 7 * pr.tile_main);
-  EXPECT_NEAR(c.lateness_options, late, 1e-12);
-  EXPECT_NEAR(c.stall_options, late, 1e-12);
+  const double t0 = pr.t_startup + c.startup;
+  EXPECT_LT(2 * q0, t0 + 4.0 / 7 * pr.tile_main);
+  EXPECT_GT(c.stall_options, 0);
+  EXPECT_LE(c.stall_options, c.lateness_options + 1e-12);
 }
 
 // (e) charges the critical CTA's stall, not the latest chunk or l, and it is the replay of the
-// reading's own schedule. On the RTX PRO 6000 at r = 32 the latest chunk (front m-tile 8's chunk
-// 3, from the fused units' second round) is late on CTAs 168 .. 187, which run a tile less (3 of
-// the 672 tiles on 188 CTAs): hidden; the stall is the front's chunk 1 (a first-round fused unit,
-// published at its loop's end) on CTA 0, ~6 us less (m-tile 0's chunk 4, the stall before the
-// prefetches, now 1.6 us less late). At the high reading the 5090's quantizer falls behind (its
-// warps busy longer than the plain op's whole call) and the stall is less than the latest chunk's
-// lateness. The l gate can be
-// the critical wait: with an L2 three times slower at r = 64 the 5090's chunks alone would stall
-// it less.
+// reading's own schedule. On the RTX PRO 6000 at r = 32 nothing stalls: the front's chunks come
+// from quantize-only units, and the later blocks' from fused units far enough ahead. At the high
+// reading the 5090's quantizer falls behind (its warps busy longer than the plain op's whole call)
+// and the stall is at most the latest chunk's lateness; so with an L2 three times slower at r = 64.
 TEST(OptionsTest, KeepUpChargesOnlyTheCriticalStall) {
   auto check = [](const Hardware& hw, int r, OptionsReading reading) {
-    SCOPED_TRACE(testing::Message() << hw.name << " r=" << r << " reading "
-                                    << static_cast<int>(reading));
+    SCOPED_TRACE(testing::Message()
+                 << hw.name << " r=" << r << " reading " << static_cast<int>(reading));
     const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {r, true}, reading);
     EXPECT_EQ(c.stall_plain, 0);
     EXPECT_NEAR(c.keepup, c.stall_options, 1e-15);
@@ -412,23 +409,14 @@ TEST(OptionsTest, KeepUpChargesOnlyTheCriticalStall) {
     }
   }
   const OptionsCost w = check(RtxPro6000(), 32, OptionsReading::kDefault).first;
-  const Prediction wp = Predict(RtxPro6000(), CurrentDesign(), AtM(4096));
-  const double t0 = wp.t_startup + w.startup;
-  EXPECT_NEAR(w.lateness_options, w.published[8 * 7 + 3] - (t0 + 3.0 / 7 * wp.tile_main), 1e-12);
-  EXPECT_NEAR(w.stall_options, w.published[0 * 7 + 1] - (t0 + 1.0 / 7 * wp.tile_main), 1e-12);
-  EXPECT_NEAR(w.published[0 * 7 + 1], w.unit_publish_s, 1e-12);
-  EXPECT_LT(w.published[0 * 7 + 4] - (t0 + 4.0 / 7 * wp.tile_main), w.stall_options - 1e-6);
-  EXPECT_LT(w.stall_options, w.lateness_options - 5e-6);
+  EXPECT_EQ(w.stall_options, 0);
+  EXPECT_EQ(w.keepup, 0);
   const OptionsCost h = check(Rtx5090(), 32, OptionsReading::kHigh).first;
   EXPECT_GT(h.quant_busy_s, h.t_plain);
   EXPECT_GT(h.stall_options, 0.1 * h.t_plain);
-  EXPECT_LT(h.stall_options, h.lateness_options - 0.5e-6);
   Hardware slow = Rtx5090();
   slow.l2_latency_s.value *= 3;
-  const auto [l, chunks_only] = check(slow, 64, OptionsReading::kDefault);
-  EXPECT_GT(l.l_lateness, l.lateness_options);
-  EXPECT_NEAR(l.stall_options, l.l_lateness, 1e-12);
-  EXPECT_LT(chunks_only, l.stall_options - 1e-6);
+  check(slow, 64, OptionsReading::kDefault);
   // An L2 round trip of 1 ns: the warps idle half the call and l is early, and the front's chunk
   // 1, a fused unit (one DRAM round trip, then 15 iterations of x from L2: 5.3 us), comes 8.4 us
   // before the GEMM reaches it: nothing to charge (before the prefetches, 16 DRAM round trips,
