@@ -176,9 +176,10 @@ TEST(OptionsTest, Bf16Rates) {
 }
 
 // (c) and (e) against the latencies (5090, M = 4096, r = 32 + smooth): the start-up is a front
-// chunk-0 unit's 4 quantizer iterations (8 rows, 4 blocks a lane) against the plain op's 4-row
-// unit's 2, each a loaded DRAM round trip (the loaded L2 round trip + DRAM - L2 unloaded): it
-// follows the DRAM latency (+100 ns: 4 x against 2 x, with the loaded L2's small shift as the
+// quantize-only unit's 4 quantizer iterations (8 rows, 4 blocks a lane; its rows prefetched: the
+// first a loaded DRAM round trip, the later three loaded L2 ones) against the plain op's 4-row
+// unit's 2 (each a loaded DRAM round trip: the loaded L2 round trip + DRAM - L2 unloaded): it
+// follows the DRAM latency (+100 ns: once against twice, with the loaded L2's shift as the
 // call's time moves) and the L2's queueing only (a doubled L2 latency: the DRAM's extra 130 ns
 // less, the loaded round trip longer); the fused units' loops in (e) wait for lora_down from L2 in
 // every iteration, so a slower L2 makes them longer and the chunks later: at the default reading
@@ -309,8 +310,8 @@ TEST(OptionsTest, UnitTimeByHand) {
 
 // The prefetches against the DRAM's bandwidth [ASSUMED in the model: each lands within one DRAM
 // round trip, so the loop's second iteration finds its blocks in L2]. The first round is the
-// worst case: every quantizer warp starts a unit at once (5090: 510, 144 front chunk-0 units
-// reading their 16 KB of x directly, 366 fused ones prefetching theirs) and lora_down's 459 KB
+// worst case for the fused units (taken as a bound: in the kernel the first round is the front's
+// quantize-only units, 510 on the 5090, prefetching 16 KB each as a fused unit does) and lora_down's 459 KB
 // leaves with them; shared evenly, unit i's 16 KB arrive at 16 KB x t / T, T = all of it at the
 // DRAM bandwidth (the memcpy-measured 1509 GB/s: 5.8 us). A fused unit's iteration j (2 .. 16)
 // needs j / 16 of its rows by its start, first + (j - 2) x later: at the default reading every

@@ -87,7 +87,8 @@ inline constexpr int kMaxRankTiles = 4;
 template <class Arch, class Variant, bool kQuantize, class Input, class OsSource>
 __device__ __forceinline__ void BranchDownUnit(const OutProjParams& p, const WorkUnit& w,
                                                uint32_t u, const OsSource& os_src,
-                                               const Input& input, float (&acc)[kMaxRankTiles][4]) {
+                                               const Input& input,
+                                               float (&acc)[kMaxRankTiles][4]) {
   const int tiles = p.lora_rank / 16;
   static_assert(kBranchUnitRows == 8, "lane (g, t) holds row g of the unit: the MMAs' n8");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -146,12 +147,14 @@ __device__ __forceinline__ void PrefetchLoraDown(const OutProjParams& p) {
                       static_cast<uint32_t>(n));
 }
 
-// The rest of a branch unit after its codes are published (warp-collective): its partial sums
+// The rest of a branch unit after its down-projection (and a fused unit's publish; a down-only
+// unit's codes were published by its quantize-only twin) (warp-collective): its partial sums
 // to p.lora_partial[its chunk], then the arrival at its group's counter; the group's last unit
 // to arrive adds the group's partials in chunk order and writes l = bf16(lambda) once per row.
 template <int kRows, class Variant>
 __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const WorkUnit& w,
-                                                 int chunks, const float (&acc)[kMaxRankTiles][4]) {
+                                                 int chunks,
+                                                 const float (&acc)[kMaxRankTiles][4]) {
   static_assert(kRows == 8, "a unit's rows are the n8 of the down-projection's MMAs");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int r = p.lora_rank;
@@ -207,8 +210,8 @@ __device__ __forceinline__ void BranchFinishUnit(const OutProjParams& p, const W
         make_uint2(F32x2ToBf16x2Rn(v.x, v.y), F32x2ToBf16x2Rn(v.z, v.w));
   }
   Variant::Pause(PauseSite::kBranchArrive, static_cast<uint32_t>(2 * group + 1));
-  if (!Variant::Withholds(Handoff::kBranchPublish, kRingA, static_cast<int>(w.row0 / kWorkTileM), 0,
-                          0)) {
+  if (!Variant::Withholds(Handoff::kBranchPublish, kRingA, static_cast<int>(w.row0 / kWorkTileM),
+                          0, 0)) {
     PublishBranchGroup(p.ready_flags, p.m, w.row0 / kWorkTileM);
   }
 }
@@ -235,10 +238,10 @@ __device__ __forceinline__ void BranchUpTile(WarpAcc<Cfg>& acc, int64_t row_base
       for (int e = 0; e < 4; ++e) {
         acc.v[i][jn][e] = __fmul_rn(Arch::UnscaleAcc(acc.v[i][jn][e]), alpha);  // o, section 6
       }
-      // One k16 step of l at a time: its lora_up fragments for every n8 (2 registers each), then
-      // per m16 fragment l's (4 registers), each MMA accumulating into o in place. The step's k
-      // slots {2t, 2t + 1} and {2t + 8, 2t + 9} are ranks j, j + 1 and j + 2, j + 3 (j = 16 s + 4
-      // t), on both operands: a lane reads 8 contiguous bytes of l and of lora_up per row.
+  // One k16 step of l at a time: its lora_up fragments for every n8 (2 registers each), then per
+  // m16 fragment l's (4 registers), each MMA accumulating into o in place. The step's k slots
+  // {2t, 2t + 1} and {2t + 8, 2t + 9} are ranks j, j + 1 and j + 2, j + 3 (j = 16 s + 4 t), on
+  // both operands: a lane reads 8 contiguous bytes of l and of lora_up per row.
 #pragma unroll 1
   for (int s = 0; s < r / 16; ++s) {
     const int j = 16 * s + 4 * t;  // the lane's four ranks of this step

@@ -32,7 +32,7 @@ inline constexpr int64_t kWorkTileM = 128;  // rows of an m-tile (kOutProjTileM)
 // Rows of a unit of the low-rank branch's instances (kernels/device/lowrank.cuh: the n8 of the
 // down-projection's MMAs; the plain instances' units are their config's kQuantRows).
 inline constexpr int kBranchUnitRows = 8;
-static_assert(kBranchUnitRows >= 8, "kChunkUnits' unit count stays below 2^31 (Unit)");
+static_assert(kBranchUnitRows >= 8, "kChunkUnits' unit count stays below 2^32 (Unit, Kind)");
 
 // Chunks of K (k a positive multiple of kChunkQuantum): as many as kMaxChunks allows, of equal
 // whole-quantum widths (the last may be shorter).

@@ -31,8 +31,8 @@ TEST(WorkUnits, Chunks) {
 }
 
 // One unit map per case: every (row, chunk) once, units inside an m-tile, the front chunk-major,
-// each flag complete; kChunkUnits: every unit one chunk, each block of front-many m-tiles in
-// turn and chunk-major.
+// each flag complete; kChunkUnits: every unit one chunk, the front twice (quantize-only, then
+// down-only, each chunk-major), each later block of front-many m-tiles in turn and chunk-major.
 template <int kRows, bool kChunkUnits>
 void CheckUnitMaps() {
   struct Case {
