@@ -250,10 +250,14 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   // A front quantize-only unit: its rows' chunk prefetched to L2 at its claim (PrefetchUnitRows),
   // so its first quantizer iteration waits for the DRAM round trip and the later ones for the
   // loaded L2 round trip [ASSUMED, as the fused units' prefetch above].
+  auto iter_at = [&](double dram) {
+    Hardware hw_d = hw_u;
+    hw_d.dram_latency_s.value = dram;
+    return internal::QuantIterSeconds(hw_d, d);
+  };
   auto quant_prefetched = [&](int rows, double cols, double lat) {
     const double iters = std::ceil(rows * cols / 16 / 32 / d.quant_depth);
-    const double one = 16.0 * 32 * d.quant_depth;  // one iteration's blocks, as one row
-    return quant(1, one, dram_at(lat)) + (iters - 1) * quant(1, one, lat);
+    return iter_at(dram_at(lat)) + (iters - 1) * iter_at(lat);
   };
   auto branch_unit = [&](int begin, int end, bool front0, double lat) {
     const double cols = u.Cols(begin, end);
@@ -275,10 +279,8 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   const int plain_rows = d.quant_rows_per_unit;
   const UnitMap u_plain = Units(hw, d, p, pr, plain_rows, /*chunk_units=*/false);
   auto startup_at = [&](double lat) {
-    Hardware hw_d = hw_u;
-    hw_d.dram_latency_s.value = dram_at(lat);
     c.quant_front0_plain_s = quant(plain_rows, u_plain.Cols(0, 1), dram_at(lat));
-    c.startup_iter_s = internal::QuantIterSeconds(hw_d, d);
+    c.startup_iter_s = iter_at(dram_at(lat));
     c.quant_front0_s = quant_prefetched(kBranchUnitRows, u.Cols(0, 1), lat);
     c.startup = std::max(0.0, c.quant_front0_s - c.quant_front0_plain_s);
   };

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "harness/perf_model/model.h"
+#include "kernels/device/work_units.h"
 
 namespace h3::perf_model {
 
@@ -128,7 +129,7 @@ std::string OptionsLine(const Hardware& hw, const Design& d, int64_t m, const Op
 struct ModelUnit {
   int64_t row0 = 0, row_end = 0;
   int chunk_begin = 0, chunk_end = 0;
-  int kind = 0;  // kernels::UnitKind: 0 whole, 1 quantize only, 2 down-project only
+  kernels::UnitKind kind = kernels::UnitKind::kWhole;
 };
 std::vector<ModelUnit> ModelUnitOrder(const Hardware& hw, const Design& d, const Problem& p,
                                       int rows, bool chunk_units);

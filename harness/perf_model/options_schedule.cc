@@ -122,19 +122,21 @@ QuantSchedule RunQuantizer(const UnitMap& u, int64_t warps, const UnitTime& seco
     // The plain op's every unit, and the branch's later ones: whole (publish, then finish). The
     // branch's front: a quantize-only unit publishes and frees its warp (no arrival); its
     // down-only unit, claimed later, publishes nothing and arrives after its down-projection.
-    const int kind = branch ? u.Kind(next) : 0;
-    const int front0 = kind != 0 ? 1 : 0;
+    using kernels::UnitKind;
+    const UnitKind kind = branch ? u.Kind(next) : UnitKind::kWhole;
+    const int front0 = kind != UnitKind::kWhole ? 1 : 0;
     const UnitSplit& t = times[static_cast<size_t>((front0 * stride + begin) * stride + end)];
-    const double publish = kind == 2 ? 0 : t.publish, finish = kind == 1 ? 0 : t.finish;
+    const double publish = kind == UnitKind::kDown ? 0 : t.publish;
+    const double finish = kind == UnitKind::kQuantize ? 0 : t.finish;
     total += publish + finish;
     const int64_t m_tile = group / groups_per_m_tile;
-    if (kind != 2) {
+    if (kind != UnitKind::kDown) {
       for (int c = begin; c < end; ++c) {
         double& p = s.published[static_cast<size_t>(m_tile * u.chunks + c)];
         p = std::max(p, e.t + publish);
       }
     }
-    push({e.t + publish + finish, seq++, kind == 1 ? -1 : next});
+    push({e.t + publish + finish, seq++, kind == UnitKind::kQuantize ? -1 : next});
     ++next;
   }
   s.busy = total / static_cast<double>(warps);

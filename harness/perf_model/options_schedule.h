@@ -30,10 +30,11 @@ struct UnitMap {
   }
   // chunk_units: the front's units [0, F) quantize only, [F, 2F) down-project the same (group,
   // chunk) pairs in the same order, the rest do both (F = front_groups x chunks; a replica of
-  // WorkUnits::Kind). 0 whole, 1 quantize only, 2 down-project only.
-  int Kind(int64_t u) const {
+  // WorkUnits::Kind).
+  kernels::UnitKind Kind(int64_t u) const {
     const int64_t f = front_groups * chunks;
-    return !chunk_units ? 0 : u < f ? 1 : u < 2 * f ? 2 : 0;
+    if (!chunk_units || u >= 2 * f) return kernels::UnitKind::kWhole;
+    return u < f ? kernels::UnitKind::kQuantize : kernels::UnitKind::kDown;
   }
   // Unit u's group and chunks [begin, end): a replica of WorkUnits<rows, chunk_units>::Unit
   // (options_test checks them equal). The front (the first front_groups groups) chunk-major: chunk

@@ -83,7 +83,7 @@ void ExpectKernelOrder(const Hardware& hw, const Problem& p) {
     ASSERT_EQ(x.row_end, w.row_end) << "unit " << u;
     ASSERT_EQ(x.chunk_begin, w.chunk_begin) << "unit " << u;
     ASSERT_EQ(x.chunk_end, w.chunk_end) << "unit " << u;
-    ASSERT_EQ(x.kind, static_cast<int>(units.Kind(static_cast<uint32_t>(u)))) << "unit " << u;
+    ASSERT_EQ(x.kind, units.Kind(static_cast<uint32_t>(u))) << "unit " << u;
   }
 }
 
@@ -119,7 +119,9 @@ TEST(OptionsScheduleTest, BranchUnitOrderByHand) {
   const std::vector<ModelUnit> order =
       ModelUnitOrder(Rtx5090(), CurrentDesign(), p, kernels::kBranchUnitRows, true);
   ASSERT_EQ(order.size(), 513u * 7 + 1008);
-  auto expect = [&](int64_t u, int64_t group, int chunk, int kind) {
+  using kernels::UnitKind;
+  constexpr UnitKind kQ = UnitKind::kQuantize, kD = UnitKind::kDown, kW = UnitKind::kWhole;
+  auto expect = [&](int64_t u, int64_t group, int chunk, UnitKind kind) {
     const ModelUnit& x = order[static_cast<size_t>(u)];
     EXPECT_EQ(x.row0, 8 * group) << "unit " << u;
     EXPECT_EQ(x.row_end, std::min<int64_t>(8 * group + 8, 4100)) << "unit " << u;
@@ -127,23 +129,23 @@ TEST(OptionsScheduleTest, BranchUnitOrderByHand) {
     EXPECT_EQ(x.chunk_end, chunk + 1) << "unit " << u;
     EXPECT_EQ(x.kind, kind) << "unit " << u;
   };
-  expect(0, 0, 0, 1);
-  expect(143, 143, 0, 1);
-  expect(144, 0, 1, 1);
-  expect(1007, 143, 6, 1);
-  expect(1008, 0, 0, 2);  // the front again, down-only
-  expect(1008 + 144, 0, 1, 2);
-  expect(2015, 143, 6, 2);
-  expect(2016, 144, 0, 0);  // block 1: chunk-major as the front, not group 144's 7 chunks in a row
-  expect(2017, 145, 0, 0);
-  expect(2016 + 143, 287, 0, 0);
-  expect(2016 + 144, 144, 1, 0);
-  expect(3023, 287, 6, 0);
-  expect(3024, 288, 0, 0);
-  expect(4032, 432, 0, 0);  // the last block, 81 groups
-  expect(4032 + 80, 512, 0, 0);
-  expect(4032 + 81, 432, 1, 0);
-  expect(4598, 512, 6, 0);
+  expect(0, 0, 0, kQ);
+  expect(143, 143, 0, kQ);
+  expect(144, 0, 1, kQ);
+  expect(1007, 143, 6, kQ);
+  expect(1008, 0, 0, kD);  // the front again, down-only
+  expect(1008 + 144, 0, 1, kD);
+  expect(2015, 143, 6, kD);
+  expect(2016, 144, 0, kW);  // block 1: chunk-major as the front, not group 144's 7 chunks in a row
+  expect(2017, 145, 0, kW);
+  expect(2016 + 143, 287, 0, kW);
+  expect(2016 + 144, 144, 1, kW);
+  expect(3023, 287, 6, kW);
+  expect(3024, 288, 0, kW);
+  expect(4032, 432, 0, kW);  // the last block, 81 groups
+  expect(4032 + 80, 512, 0, kW);
+  expect(4032 + 81, 432, 1, kW);
+  expect(4598, 512, 6, kW);
 }
 
 }  // namespace
