@@ -28,6 +28,8 @@ nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,power.limit --f
 major=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | cut -d. -f1)
 
 check probe             "$B/probe" --backend=gpu --json="$OUT/probe.json"
+# The memory path's latencies (the perf model's TMA latency, queueing and L2 inputs), as a table.
+check tma_latency       "$B/tma_latency"
 check cuda_smoke        "$B/cuda_smoke_test"
 check unit_kernels      "$B/unit_kernels_test"
 check out_proj          "$B/out_proj_test"
@@ -78,6 +80,9 @@ if [[ ${1:-} != quick ]]; then
     check "sanitizer_weight_quant_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/weight_quant_test" --gtest_filter='*BitIdenticalToCpuSmall*:*SameErrors*'
   done
+  # The latency probe's TMA rings (their mbarriers and swizzled boxes in shared memory).
+  check sanitizer_tma_latency_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$B/tma_latency"
   # The standalone quantizer (persistent, its os table in shared memory).
   for tool in memcheck racecheck; do
     check "sanitizer_quantize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \

@@ -24,6 +24,7 @@ targets=(
   //harness:quantize_weight
   //harness/bench:bench
   //harness/bench:host_cost
+  //harness/bench:tma_latency
   //harness:tune_cache_tool
   //harness/probe:probe
   //kernels/launch:out_proj_kernel
