@@ -75,7 +75,9 @@ Hardware Rtx5090Constants() {
                         ", taken as the 5090's; range 110 .. 170 ns (other clocks, other slices)",
                     true, 110e-9, 170e-9};
   h.l2_port_bytes_per_clk = {64,
-                             "ASSUMED: per-SM L2->SM return as on Ampere/Hopper; range 32 .. 128",
+                             "ASSUMED: per-SM L2->SM return as on Hopper: the H200 measured 68 "
+                             "B/clk for one SM's 2-D TMA copies by size, 49 for the GEMM's stage "
+                             "ring with 3 in flight (tma_latency probe); range 32 .. 128",
                              true, 32, 128};
   h.dram_bytes_per_s = {1509e9, std::string(kGnKernels) + ": memcpy-measured (spec 1792 GB/s)"};
   h.dram_latency_s = {600e-9, "ASSUMED: loaded GDDR7 round trip; unmeasured; range 450 .. 900 ns",
@@ -84,18 +86,24 @@ Hardware Rtx5090Constants() {
   h.smem_per_block = {101376, "CUTLASS sm120_smem_capacity_bytes (99 KiB)"};
   h.regs_per_sm = {65536, "64K 32-bit registers per SM (CUDA guide, compute capability 12.x)"};
   h.l2_size_bytes = {96.0 * 1024 * 1024, "96 MB L2 (RTX 5090 datasheet)"};
-  h.tma_latency_s = {0.5e-6,
-                     "ASSUMED: TMA issue -> complete_tx of a stage from an unloaded L2 (130 ns "
-                     "L2 hit + TMA issue and mbarrier; the transfer at the port rate is added "
-                     "apart); unmeasured. Range 0.3 .. 1.0 us (1.0: NOTES.md's old ~1 us taken "
-                     "as the unloaded figure); loaded: / (1 - L2 utilisation)",
-                     true, 0.3e-6, 1.0e-6};
-  h.l2_queueing = {1.0,
+  // The TMA's own latency and the L2's queueing under every SM's load, measured on the H200
+  // (harness/bench/tma_latency.cu; harness/bench/results/h200_2026-12-03_tma_latency.txt).
+  h.tma_latency_s = {220e-9,
+                     "ASSUMED: TMA issue -> complete_tx of a stage from an unloaded L2, the "
+                     "transfer at the port rate added apart: this part's L2 hit (130 ns, above) + "
+                     "the TMA's own latency beyond it, measured on the H200 (2-D tensor copies: "
+                     "fixed 236 ns = its 146 ns L2 chase + 90 ns; tma_latency probe, "
+                     "harness/bench/results/h200_2026-12-03_tma_latency.txt), unmeasured on SM12x. "
+                     "Range 155 .. 350 ns: the L2 hit's 110 .. 170 plus half to twice the "
+                     "H200's 90 ns",
+                     true, 155e-9, 350e-9};
+  h.l2_queueing = {0.1,
                    "ASSUMED: the TMA latency's growth with L2 utilisation rho, x (1 + q rho / "
-                   "(1 - rho)): q = 1 (M/M/1, base / (1 - rho)) by default; no loaded-latency "
-                   "curve of an SM12x L2 is published. Range 0.5 (M/D/1: fixed-size transfers) .. "
-                   "1.0",
-                   true, 0.5, 1.0};
+                   "(1 - rho)). Measured on the H200 (tma_latency probe, every SM keeping 1 .. 8 "
+                   "stages of 24 KiB in flight): 390 ns alone, 482 ns at rho 0.74, then Little's "
+                   "law at the 8.0-8.2 TB/s wall: q 0.04 .. 0.13, a closed loop far flatter than "
+                   "an open M/D/1 queue (0.5) or M/M/1 (1). Unmeasured on SM12x: range 0.03 .. 1.0",
+                   true, 0.03, 1.0};
   h.ldsm_latency_clk = {33,
                         "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper; range 25 .. 45",
                         true, 25, 45};
@@ -172,9 +180,12 @@ Hardware Rtx5090Unfitted() {
       true, epi.low, epi.high};
   h.hand_kernel_efficiency = {
       0.95,
-      "ASSUMED: our kernel against the tuned library the calibration anchors (cuBLASLt): its "
-      "main loop issues 261 instructions per 64 OMMA against CUTLASS's 178 (SASS, issue 18), "
-      "costs the model's issue term does not see; unmeasured. Range 0.85 .. 1.0",
+      "ASSUMED: what our kernel, never timed on an SM12x part, may lose against the "
+      "CUTLASS-built anchors the model fits at 1.0 (costs no term sees: the non-TMA epilogue's "
+      "and the ready flags' instructions beside the MMAs, the NOP-filled OMMA slots); the main "
+      "loop's issue count no longer argues for it (sm_120f, default config: 349 instructions "
+      "per 128 OMMA, 174.5 per 64, 60 of them vector, against CUTLASS 256x128's 178 and 44; "
+      "NOTES.md, issue 18), and nothing measured moves it. Range 0.85 .. 1.0",
       true, 0.85, 1.0};
   return h;
 }
@@ -243,10 +254,11 @@ Hardware H200Constants() {
                                     "nominal: H200 dense BF16 989 TFLOPS = 132 x 4096 x 1.83 GHz "
                                     "(wgmma; mma.sync reaches less); the options model is not "
                                     "applied to the H200"};
-  h.l2_bytes_per_s = {7.0e12, "ASSUMED: H200 L2 bandwidth not measured here; range 5 .. 10 TB/s",
-                      true, 5.0e12, 10.0e12};
-  h.l2_latency_s = {200e-9, "ASSUMED: H200 L2 hit latency; range 150 .. 300 ns", true, 150e-9,
-                    300e-9};
+  h.l2_bytes_per_s = {8.1e12,
+                      "tma_latency probe on the lent H200 (harness/bench/results/"
+                      "h200_2026-12-03_tma_latency.txt): every SM's TMA stage ring, 8.0 .. 8.2 "
+                      "TB/s from L2 at 2 .. 8 stages in flight"};
+  h.l2_latency_s = {146e-9, "tma_latency probe on the lent H200: ld.global.cg chase, 8 MiB"};
   h.dram_bytes_per_s = {4.19e12,
                         "harness/bench/results/h200_sm90_fast.csv: device copy 4193.86 GB/s "
                         "(read+write) at M=75856; spec 4.8 TB/s"};

@@ -292,8 +292,14 @@ TEST(ModelTest, LadderStepsHelpAtLargeM) {
     EXPECT_GE(p.tflops, prev * (1 - 1e-9)) << d.name;
     prev = p.tflops;
   }
-  // Two stages of 36 KiB cannot cover the TMA round trip: the v1 loop was latency-bound.
-  EXPECT_EQ(Predict(hw, V1Design(), AtM(16384)).stage.limiter, "TMA latency");
+  // Two stages of 36 KiB: at the H200-measured TMA latency and queueing (hardware.cc) they cover
+  // the round trip; at the slow end of both ranges (350 ns unloaded, q = 1) they do not, and the
+  // v1 loop is latency-bound.
+  EXPECT_EQ(Predict(hw, V1Design(), AtM(16384)).stage.limiter, "MMA");
+  Hardware slow = hw;
+  slow.tma_latency_s.value = 350e-9;
+  slow.l2_queueing.value = 1.0;
+  EXPECT_EQ(Predict(slow, V1Design(), AtM(16384)).stage.limiter, "TMA latency");
 }
 
 // The bench's fused_no_epilogue is predicted as the current design with Epilogue::kNone: feasible,

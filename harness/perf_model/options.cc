@@ -111,10 +111,11 @@ double Pick(const Cited& c, OptionsReading r, bool favourable_is_high) {
   return want_high ? c.high : c.low;
 }
 
-// The loaded latency of an L2 hit at utilisation rho, as Predict loads the TMA's (model.cc).
-double Loaded(const Hardware& hw, double latency, double rho) {
+// The loaded latency of an L2 hit at utilisation rho with queueing q, as Predict loads the
+// TMA's (model.cc).
+double Loaded(double latency, double rho, double q) {
   rho = std::min(rho, internal::kMaxL2Utilisation);
-  return latency * (1 + hw.l2_queueing.value * rho / (1 - rho));
+  return latency * (1 + q * rho / (1 - rho));
 }
 
 // Seconds one quantizer warp spends quantizing `rows` x `cols` (quantizer.cc: a DRAM round trip +
@@ -218,6 +219,8 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   Design d_branch = d;
   d_branch.quant_depth = 1;
   const double l2_lat = Pick(hw.l2_latency_s, reading, false);
+  // The queueing at the reading's end of its range: the low reading loads nothing (rho 0 below).
+  const double l2_q = Pick(hw.l2_queueing, reading, false);
   auto dram_at = [&](double lat) { return lat + (dram_unloaded - l2_lat); };
   const double ipc_clk = hw.quant_warp_ipc.value * clk;
   const double down_issue = kDownInstrPerRankTile * CeilDivI(o.lora_rank, 16) / ipc_clk;
@@ -306,7 +309,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
   // combines, x's prefetched reads) see the L2 at utilisation rho: all of them beside the GEMM
   // [ASSUMED: the front's down-only units too, which may start before the first MMAs].
   auto at_rho = [&](double rho) {
-    const double lat = Loaded(hw, l2_lat, rho);
+    const double lat = Loaded(l2_lat, rho, l2_q);
     startup_at(lat);
     c.unit_first_iter_s = unit_iter(dram_at(lat), lat);
     c.unit_iter_s = unit_iter(lat, lat);
@@ -331,7 +334,7 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     return t_fixed_no_startup + c.startup + c.keepup;
   };
   // Their L2 utilisation [ASSUMED]: low, none; high, the main loop's with the branch's bytes (the
-  // stage's rho, capped as Predict caps it); default, the call's SM-side L2 bytes over the options'
+  // stage's rho, capped as Predict caps it) at q's high end (l2_q); default, the call's SM-side L2 bytes over the options'
   // own time (a later publication or l stretches the call and unloads the L2): the fixed point of
   // t = at_rho(bytes / (t x L2 bandwidth)), by bisection (at_rho grows with rho, rho falls with t).
   if (reading == OptionsReading::kLow) {

@@ -126,6 +126,7 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
                                 SameShapeGemm(hw, designs[i], p, gemm), cal.factor);
       out[i][j].def = r.tflops;
       out[i][j].clamped = r.clamped;
+      out[i][j].feasible = r.prediction.feasibility.ok;
     }
   }
   // Draws: every assumed input at once, the same draws for every design and M.

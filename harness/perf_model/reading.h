@@ -48,12 +48,14 @@ struct UncertaintyOptions {
 // every assumed input is drawn from a triangular distribution over [low, high] with its default
 // as the mode (the calibration recomputed per draw, as the anchor is measured); def = the
 // reading at the defaults; p_goal = the share of draws >= the goal; clamped = the same-shape
-// GEMM clamp binds at the defaults, clamped_share = in that share of the draws.
+// GEMM clamp binds at the defaults, clamped_share = in that share of the draws; feasible = the
+// design fits the hardware and the problem at the defaults (the figures are then "if it fitted").
 struct Uncertainty {
   double low = 0, def = 0, high = 0;
   double p_goal = 0;
   bool clamped = false;
   double clamped_share = 0;
+  bool feasible = true;
 };
 // [design][m], deterministic for a seed.
 std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,

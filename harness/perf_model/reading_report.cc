@@ -41,15 +41,17 @@ void PrintTable(const std::vector<Design>& designs, const std::vector<int64_t>& 
     std::printf("  %-*s", w, designs[i].name.c_str());
     for (size_t j = 0; j < ms.size(); ++j) {
       const Uncertainty& x = u[i][j];
-      std::printf(" %22s", absl::StrFormat("%.0f/%.0f%s/%.0f P%.2f", x.low, x.def,
-                                           x.clamped ? "c" : "", x.high, x.p_goal)
-                               .c_str());
+      std::printf(" %22s", x.feasible ? absl::StrFormat("%.0f/%.0f%s/%.0f P%.2f", x.low, x.def,
+                                                        x.clamped ? "c" : "", x.high, x.p_goal)
+                                            .c_str()
+                                      : "infeasible");
     }
     std::printf("\n");
   }
   std::printf(
       "  (low/default/high P: 5th percentile / the defaults / 95th percentile, P = share of "
-      "draws >= %.0f; c: clamped to the same-shape GEMM at the defaults)\n",
+      "draws >= %.0f; c: clamped to the same-shape GEMM at the defaults; infeasible: does not "
+      "fit the hardware or the problem at the defaults, as in the tables above)\n",
       goal);
 }
 
@@ -58,11 +60,9 @@ const char* MeasuredBy(const std::string& name) {
   if (name == "hand_kernel_efficiency") return "bench fused vs its model_ms";
   if (name == "single_warp_mma") return "bench fused_one_group (one_warp_mma)";
   if (name == "epilogue_ratio") return "bench fused_128x256_lockstep - fused_128x256_lockstep_no_epilogue";
-  if (name == "tma_latency_s" || name == "l2_queueing") {
-    return "TMA round trip of a stage, alone and under an L2 load";
-  }
-  if (name == "l2_bytes_per_s" || name == "l2_port_bytes_per_clk" || name == "l2_latency_s") {
-    return "L2 probe (LDG / TMA bulk loads)";
+  if (name == "tma_latency_s" || name == "l2_queueing" || name == "l2_bytes_per_s" ||
+      name == "l2_port_bytes_per_clk" || name == "l2_latency_s") {
+    return "harness/bench:tma_latency (L2 chase, TMA round trips alone and from every SM)";
   }
   return "microbenchmark";
 }
