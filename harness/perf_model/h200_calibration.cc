@@ -135,11 +135,10 @@ void PrintH200Calibration(const Hardware& h) {
                 pr.dram.weight * 1e-6, pr.dram.Total() * 1e-6, pr.t_dram * kUs);
   }
   std::printf(
-      "\n5. not predicted here, measure and feed back: TMA round trip of one 36 KiB / 18 KiB "
-      "stage from L2 (single CTA, clock64 from arrive.expect_tx to try_wait success) -> "
-      "tma_latency; L2 bandwidth by an LDG loop (Chips-and-Cheese style) and by TMA bulk loads "
-      "over a 20 MB buffer -> how TMA relates to the 8.7 TB/s figure the 5090's L2 is scaled "
-      "from; DRAM latency by pointer chase -> dram_latency.\n");
+      "\n5. measured, not predicted: the L2 hit, the TMA round trip by size and under every "
+      "SM's load, and the L2's TMA bandwidth by harness/bench:tma_latency (the constants above "
+      "cite it; hardware.cc derives SM12x's TMA latency and queueing priors from it). Still to "
+      "measure: the DRAM latency by a pointer chase -> dram_latency.\n");
 }
 
 }  // namespace h3::perf_model

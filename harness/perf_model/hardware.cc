@@ -259,6 +259,12 @@ Hardware H200Constants() {
                       "h200_2026-12-03_tma_latency.txt): every SM's TMA stage ring, 8.0 .. 8.2 "
                       "TB/s from L2 at 2 .. 8 stages in flight"};
   h.l2_latency_s = {146e-9, "tma_latency probe on the lent H200: ld.global.cg chase, 8 MiB"};
+  h.tma_latency_s = {236e-9,
+                     "tma_latency probe on the lent H200: 2-D tensor copies' fixed part (236 ns + "
+                     "bytes / 68 B/clk)"};
+  h.l2_queueing = {0.08,
+                   "tma_latency probe on the lent H200: every SM's stage ring at rho 0.74 (0.04 .. "
+                   "0.13 at 3 .. 8 stages)"};
   h.dram_bytes_per_s = {4.19e12,
                         "harness/bench/results/h200_sm90_fast.csv: device copy 4193.86 GB/s "
                         "(read+write) at M=75856; spec 4.8 TB/s"};
