@@ -75,9 +75,10 @@ Hardware Rtx5090Constants() {
                         ", taken as the 5090's; range 110 .. 170 ns (other clocks, other slices)",
                     true, 110e-9, 170e-9};
   h.l2_port_bytes_per_clk = {64,
-                             "ASSUMED: per-SM L2->SM return as on Hopper: the H200 measured 68 "
-                             "B/clk for one SM's 2-D TMA copies by size, 49 for the GEMM's stage "
-                             "ring with 3 in flight (tma_latency probe); range 32 .. 128",
+                             "ASSUMED: per-SM L2->SM return as on Hopper: the H200's 2-D TMA "
+                             "copies into one SM grow by 68 B/clk with their size, and one SM's "
+                             "ring of 24 KiB stages tops out at ~50 B/clk (tma_latency probe); "
+                             "range 32 .. 128",
                              true, 32, 128};
   h.dram_bytes_per_s = {1509e9, std::string(kGnKernels) + ": memcpy-measured (spec 1792 GB/s)"};
   h.dram_latency_s = {600e-9, "ASSUMED: loaded GDDR7 round trip; unmeasured; range 450 .. 900 ns",
@@ -93,7 +94,8 @@ Hardware Rtx5090Constants() {
                      "transfer at the port rate added apart: this part's L2 hit (130 ns, above) + "
                      "the TMA's own latency beyond it, measured on the H200 (2-D tensor copies: "
                      "fixed 236 ns = its 146 ns L2 chase + 90 ns; tma_latency probe, "
-                     "harness/bench/results/h200_2026-12-03_tma_latency.txt), unmeasured on SM12x. "
+                     "harness/bench/results/h200_2026-12-03_tma_latency.txt), unmeasured on SM12x "
+                     "[ASSUMED: Chips and Cheese's 130 ns is what the probe's chase measures]. "
                      "Range 155 .. 350 ns: the L2 hit's 110 .. 170 plus half to twice the "
                      "H200's 90 ns",
                      true, 155e-9, 350e-9};
@@ -183,7 +185,7 @@ Hardware Rtx5090Unfitted() {
       "ASSUMED: what our kernel, never timed on an SM12x part, may lose against the "
       "CUTLASS-built anchors the model fits at 1.0 (costs no term sees: the non-TMA epilogue's "
       "and the ready flags' instructions beside the MMAs, the NOP-filled OMMA slots); the main "
-      "loop's issue count no longer argues for it (sm_120f, default config: 349 instructions "
+      "loop's issue count does not argue for a loss (sm_120f, default config: 349 instructions "
       "per 128 OMMA, 174.5 per 64, 60 of them vector, against CUTLASS 256x128's 178 and 44; "
       "NOTES.md, issue 18), and nothing measured moves it. Range 0.85 .. 1.0",
       true, 0.85, 1.0};

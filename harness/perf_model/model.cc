@@ -234,7 +234,7 @@ Prediction PredictWithSplitCap(const Hardware& hw, const Design& d, const Proble
   s.l2_bytes = stage_bytes + (stages_per_sm > 0 ? other_l2 / active_sms / stages_per_sm : 0);
   s.l2 = s.l2_bytes / l2_rate_sm;
   // Little's law on the ring: (stages - 1) stages in flight cover one TMA round trip, whose
-  // latency grows with the L2's utilisation rho (queueing: base / (1 - rho), rho capped). rho
+  // latency grows with the L2's utilisation rho (base (1 + q rho / (1 - rho)), rho capped). rho
   // falls as the period grows, so a latency-bound period settles where the two are equal.
   const double l2_demand_stage = active_sms * s.l2_bytes;  // all SMs' L2 bytes of one stage
   auto ring_latency = [&](double period, double* rho, double* tma) {

@@ -271,7 +271,7 @@ struct StageTimes {
   double l2 = 0;          // this stage's L2 bytes (+ its share of other traffic) / per-SM share
   double latency = 0;     // (loaded TMA latency + stage bytes / port) / (stages - 1)
   double l2_utilisation = 0;  // rho: the SMs' L2 demand at this period / the L2 bandwidth
-  double tma_latency = 0;     // hw.tma_latency_s / (1 - min(rho, cap)): the loaded latency
+  double tma_latency = 0;     // hw.tma_latency_s (1 + q rho / (1 - rho)), rho capped: loaded
   double period = 0;      // max(mma, smem, l2, latency)
   std::string limiter;
   // Inputs, for the tables and tests.

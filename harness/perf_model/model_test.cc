@@ -271,6 +271,14 @@ TEST(ModelTest, HardwareLookupAndSources) {
       }
     }
   }
+  // The H200's L2 and TMA constants are its own, measured by the latency probe, not SM12x's
+  // priors carried over.
+  const Hardware h200 = H200();
+  for (const Cited* c : {&h200.l2_latency_s, &h200.l2_bytes_per_s, &h200.tma_latency_s,
+                         &h200.l2_queueing}) {
+    EXPECT_FALSE(c->assumed) << c->source;
+    EXPECT_NE(c->source.find("tma_latency"), std::string::npos) << c->source;
+  }
   // The RTX 5090's L2 bandwidth is an assumption (scaled from the PRO 6000) and says so.
   EXPECT_TRUE(Rtx5090().l2_bytes_per_s.assumed);
   EXPECT_FALSE(RtxPro6000().l2_bytes_per_s.assumed);

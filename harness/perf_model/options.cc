@@ -334,9 +334,10 @@ OptionsCost PredictOptions(const Hardware& hw, const Design& d, const Problem& p
     return t_fixed_no_startup + c.startup + c.keepup;
   };
   // Their L2 utilisation [ASSUMED]: low, none; high, the main loop's with the branch's bytes (the
-  // stage's rho, capped as Predict caps it) at q's high end (l2_q); default, the call's SM-side L2 bytes over the options'
-  // own time (a later publication or l stretches the call and unloads the L2): the fixed point of
-  // t = at_rho(bytes / (t x L2 bandwidth)), by bisection (at_rho grows with rho, rho falls with t).
+  // stage's rho, capped as Predict caps it) at q's high end (l2_q); default, the call's SM-side
+  // L2 bytes over the options' own time (a later publication or l stretches the call and unloads
+  // the L2): the fixed point of t = at_rho(bytes / (t x L2 bandwidth)), by bisection (at_rho
+  // grows with rho, rho falls with t).
   if (reading == OptionsReading::kLow) {
     c.t_options = at_rho(0);
   } else if (reading == OptionsReading::kHigh) {

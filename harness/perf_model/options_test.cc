@@ -28,12 +28,12 @@ double Cost(const Hardware& hw, int64_t m, Options o, OptionsReading r = Options
   return PredictOptions(hw, CurrentDesign(), AtM(m), o, r).Cost();
 }
 
-// A loaded L2: the queueing q at its documented high end (1, M/M/1). The default is the H200's
+// A loaded L2: the queueing q at its documented high end, 1 (M/M/1). The default is the H200's
 // measured 0.1 (hardware.cc), where the L2 round trips barely grow with load and the quantizer
 // warps keep up; the tests of the start-up, keep-up and unit mechanisms below need them slow
 // enough to bind, so they pin q here rather than lean on the default.
 Hardware LoadedL2(Hardware hw) {
-  hw.l2_queueing.value = hw.l2_queueing.high;
+  hw.l2_queueing.value = 1.0;
   return hw;
 }
 
@@ -245,8 +245,9 @@ TEST(OptionsTest, StartUpFollowsDramKeepUpFollowsL2) {
 // before lora_down's loads. The DRAM latency reaches a fused unit and a quantize-only unit once
 // (the first iteration), a down-only unit not at all. The quantizer iterations' DRAM round trips
 // (c) loaded as the fused loop's first; the loaded L2 round trip read off the tail (2 of them). At
-// M = 16384 (an L2 a fifth slower, ~650 ns loaded, above the unloaded 600 ns DRAM) a DRAM access
-// stays 470 ns slower than an L2 hit: the first iteration 470 ns longer than a later one.
+// M = 16384 (an L2 with a fifth less bandwidth, ~650 ns loaded, above the unloaded 600 ns DRAM)
+// a DRAM access stays 470 ns slower than an L2 hit: the first iteration 470 ns longer than a
+// later one.
 TEST(OptionsTest, UnitTimeByHand) {
   const Hardware hw = LoadedL2(Rtx5090());
   const double clk = hw.ClockHz(), dram = 600e-9;
@@ -312,8 +313,8 @@ TEST(OptionsTest, UnitTimeByHand) {
   EXPECT_NEAR(s.unit_publish_s - lo.unit_publish_s, 100e-9, 1e-12);
   EXPECT_EQ(s.front0_down_iter_s, lo.front0_down_iter_s);
   EXPECT_NEAR(s.quant_front0_s - lo.quant_front0_s, 100e-9, 1e-12);
-  // An L2 a fifth slower than the fitted one, so that its loaded round trip passes the unloaded
-  // DRAM one at M = 16384.
+  // An L2 with a fifth less bandwidth than the fitted one (so more loaded), so that its loaded
+  // round trip passes the unloaded DRAM one at M = 16384.
   Hardware busy = hw;
   busy.l2_bytes_per_s.value *= 0.8;
   const OptionsCost big = PredictOptions(busy, CurrentDesign(), AtM(16384), {32, true});
@@ -355,13 +356,14 @@ TEST(OptionsTest, PrefetchesLandBeforeTheLoopsAsk) {
   EXPECT_GT(lo.unit_first_iter_s + 14 * lo.unit_iter_s, all);
 }
 
-// The schedule by hand (5090 with a loaded L2, M = 4096, r = 32 + smooth; q0: a front quantize-only unit, f0: a
-// down-only unit; p, f: a fused unit's loop, then its tail). The 510 warps claim units 0 .. 509 at
-// once, all quantize-only: chunks 0 .. 2 of the front's 144 groups and chunk 3 of groups 0 .. 77
-// (m-tiles 0 .. 3, part of 4), published at q0; then 498 of them the rest of the front's
-// quantize-only units (published at 2 q0) and 12 the first down-only units. Block 1's units come
-// after every down-only unit: its chunk 0 (m-tile 9 on) is published only after a down-only
-// unit's warp frees, at least q0 + f0 + p. A front m-tile's l follows its groups' down-only units.
+// The schedule by hand (5090 with a loaded L2, M = 4096, r = 32 + smooth; q0: a front
+// quantize-only unit, f0: a down-only unit; p, f: a fused unit's loop, then its tail). The 510
+// warps claim units 0 .. 509 at once, all quantize-only: chunks 0 .. 2 of the front's 144 groups
+// and chunk 3 of groups 0 .. 77 (m-tiles 0 .. 3, part of 4), published at q0; then 498 of them
+// the rest of the front's quantize-only units (published at 2 q0) and 12 the first down-only
+// units. Block 1's units come after every down-only unit: its chunk 0 (m-tile 9 on) is published
+// only after a down-only unit's warp frees, at least q0 + f0 + p. A front m-tile's l follows its
+// groups' down-only units.
 TEST(OptionsTest, ChunksPublishedByUnitKind) {
   const Hardware hw = LoadedL2(Rtx5090());
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});

@@ -166,6 +166,21 @@ TEST(ReadingTest, EveryAssumedInputIsSampled) {
   EXPECT_DOUBLE_EQ(H200().epilogue_ratio.value, 1.0);
 }
 
+// A design that does not fit is marked, not given figures as if it did (the 128x256 staged
+// epilogue needs ~152 KiB of shared memory).
+TEST(ReadingTest, MonteCarloMarksInfeasibleDesigns) {
+  std::vector<Design> designs = {CurrentDesign()};
+  for (const Design& d : CandidateDesigns()) {
+    if (d.name == "v2_128x256_k128_s3_staged") designs.push_back(d);
+  }
+  ASSERT_EQ(designs.size(), 2u);
+  UncertaintyOptions o;
+  o.samples = 20;
+  const std::vector<std::vector<Uncertainty>> u = ReadUncertainty(Rtx5090(), designs, {4096}, o);
+  EXPECT_TRUE(u[0][0].feasible);
+  EXPECT_FALSE(u[1][0].feasible);
+}
+
 TEST(ReadingTest, HeadlineLineFormat) {
   Uncertainty u;
   u.low = 985.2;

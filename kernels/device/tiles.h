@@ -54,13 +54,13 @@ inline constexpr OutProjTileInfo kOutProjTiles[] = {
 };
 inline constexpr int kOutProjTileCount = sizeof(kOutProjTiles) / sizeof(kOutProjTiles[0]);
 
-// What kAuto runs where neither the tuning cache nor the heuristic decides: the skewed 128x256.
-// The refit performance model (harness/perf_model, fitted to nine published SM120 anchors
-// within 3.6%) puts it 5.1% above the lockstep 128x256 on an RTX 5090 at M = 4096 (1247 vs 1187
-// TFLOP/s; a tie with the best candidate, a CuTe-DSL-style ping-pong 128x128 with our fused
-// work, 1247). Unmeasured on SM12x: its gain rests on one MMA warp per sub-partition running at
-// 0.70 of two (measured on the H200's emulation only), and the H200's emulation times the
-// lockstep one 1.5-3.5% faster; `tune` measures and decides per device.
+// What kAuto runs where neither the tuning cache nor the heuristic decides: the skewed 128x256,
+// the built config the performance model (`./bazelw run //harness:perf_model`, its candidate
+// lines) ranks first at M = 4096 on an RTX 5090, ~5% above the lockstep 128x256; the model's best
+// design there is not built (NOTES.md, issue 29). Unmeasured on SM12x: the skew's gain rests on
+// one MMA warp per sub-partition running at 0.70 of two (measured on the H200's emulation only),
+// and the H200's emulation times the lockstep one 1.5-3.5% faster; `tune` measures and decides
+// per device.
 inline constexpr OutProjTile kOutProjTileDefault = OutProjTile::k128x256;
 
 // The registry entry of `tile` (kAuto: the default's, whatever a call resolves it to), or nullptr
