@@ -101,10 +101,12 @@ Hardware Rtx5090Constants() {
                      true, 155e-9, 350e-9};
   h.l2_queueing = {0.1,
                    "ASSUMED: the TMA latency's growth with L2 utilisation rho, x (1 + q rho / "
-                   "(1 - rho)). Measured on the H200 (tma_latency probe, every SM keeping 1 .. 8 "
-                   "stages of 24 KiB in flight): 390 ns alone, 482 ns at rho 0.74, then Little's "
-                   "law at the 8.0-8.2 TB/s wall: q 0.04 .. 0.13, a closed loop far flatter than "
-                   "an open M/D/1 queue (0.5) or M/M/1 (1). Unmeasured on SM12x: range 0.03 .. 1.0",
+                   "(1 - rho)). Measured on the H200 (tma_latency probe): every SM keeping one "
+                   "24 KiB stage in flight loads the L2 to rho 0.74 and stretches the round trip "
+                   "390 -> 482 ns, q 0.08 (0.035 against the single-thread stage's 438 ns); past "
+                   "the 8.0-8.2 TB/s wall the latency is Little's law. A ring of stages is a "
+                   "closed loop, far flatter than an open M/D/1 queue (0.5) or M/M/1 (1). "
+                   "Unmeasured on SM12x: range 0.03 .. 1.0",
                    true, 0.03, 1.0};
   h.ldsm_latency_clk = {33,
                         "ASSUMED: ldmatrix load-to-use as measured on Ampere/Hopper; range 25 .. 45",
@@ -265,8 +267,8 @@ Hardware H200Constants() {
                      "tma_latency probe on the lent H200: 2-D tensor copies' fixed part (236 ns + "
                      "bytes / 68 B/clk)"};
   h.l2_queueing = {0.08,
-                   "tma_latency probe on the lent H200: every SM's stage ring at rho 0.74 (0.04 .. "
-                   "0.13 at 3 .. 8 stages)"};
+                   "tma_latency probe on the lent H200: every SM's stage ring at rho 0.74 (one "
+                   "point below the wall)"};
   h.dram_bytes_per_s = {4.19e12,
                         "harness/bench/results/h200_sm90_fast.csv: device copy 4193.86 GB/s "
                         "(read+write) at M=75856; spec 4.8 TB/s"};
