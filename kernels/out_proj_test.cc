@@ -121,7 +121,12 @@ INSTANTIATE_TEST_SUITE_P(
             // a second tile (ring wrap-around across tiles, the skewed groups' gate at a tile
             // start), half tiles among them.
             Case{"entropy_two_tiles_per_cta", 8955, 384, 512, 9, DataKind::kGaussian, false, false,
-                 false}),
+                 false},
+            // 33 x 12 tiles of 128 x 128 on 132 SMs: 3 per CTA, K = 2 stages each (the staged
+            // config's one t buffer through both parities and back, its drain under little main
+            // loop), in place, the last m-tile partial.
+            Case{"entropy_k256_three_tiles_per_cta", 4100, 1536, 256, 9, DataKind::kGaussian, true,
+                 false, false}),
         ::testing::Values(Sm90Emulation::kFaithful, Sm90Emulation::kFast),
         ::testing::ValuesIn(EveryTile())),
     [](const ::testing::TestParamInfo<std::tuple<Case, Sm90Emulation, OutProjTile>>& i) {

@@ -309,6 +309,9 @@ constexpr Contender kContenders[] = {
      TileName(OutProjTile::k128x256Lockstep)},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>, TileName(OutProjTile::k128x128)},
+    {"fused_128x128_staged", FusedFlops, FusedBytes, PrepareFused,
+     CheckFused<OutProjTile::k128x128Staged>, EnqueueFused<OutProjTile::k128x128Staged>,
+     TileName(OutProjTile::k128x128Staged)},
     // The default's exposed epilogue, and one_warp_mma (the rate the skewed default's alone
     // phases rest on).
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
@@ -321,6 +324,11 @@ constexpr Contender kContenders[] = {
     {"fused_128x256_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
      EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>, nullptr},
+    // The staged config without any epilogue (its in-register path with nothing to store, no t
+    // hand-off): fused_128x128_staged minus this = what its staged epilogue still exposes.
+    {"fused_128x128_staged_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x128Staged, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x128Staged, TimingVariant::kNoEpilogue>, nullptr},
 };
 // The fused rows are named as FusedRowName names their checks; fused_one_group times the skewed
 // schedule's alone phases, which only the skewed default has.

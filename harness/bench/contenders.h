@@ -13,6 +13,7 @@
 //                  which follows the tuning cache)
 //   fused_128x256_lockstep  the same with OutProjTile::k128x256Lockstep (groups in step)
 //   fused_128x128  the same with OutProjTile::k128x128
+//   fused_128x128_staged  the same with OutProjTile::k128x128Staged (the staged epilogue)
 //   fused_no_epilogue  timing only: `fused` without its epilogue (timing_variants.h kNoEpilogue;
 //                  out not written): fused minus this = the default's exposed epilogue
 //   fused_one_group  timing only: fused_no_epilogue with the second consumer warpgroup's MMAs
@@ -24,6 +25,8 @@
 //                  (results/ of 2026-12-01 and earlier): `fused` was the lockstep one and the
 //                  skewed rows were fused_128x256, fused_128x256_no_epilogue and
 //                  fused_128x256_one_group.
+//   fused_128x128_staged_no_epilogue  the staged config with no epilogue at all (timing only):
+//                  fused_128x128_staged minus this = what its staged epilogue still exposes
 
 #ifndef H3_HARNESS_BENCH_CONTENDERS_H_
 #define H3_HARNESS_BENCH_CONTENDERS_H_

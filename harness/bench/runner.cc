@@ -55,9 +55,11 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       perf_model::Problem problem;
       problem.m = m;
       problem.k = BenchK();
-      // The row's config (contenders.h): fused_128x128*, fused_128x256_lockstep*, else the
-      // default's (the skewed 128x256; contenders.cc asserts it).
-      perf_model::Design design = name.rfind("fused_128x128", 0) == 0
+      // The row's config (contenders.h): fused_128x128_staged*, fused_128x128*,
+      // fused_128x256_lockstep*, else the default's (the skewed 128x256; contenders.cc asserts it).
+      perf_model::Design design = name.rfind("fused_128x128_staged", 0) == 0
+                                      ? perf_model::CurrentStagedDesign()
+                                  : name.rfind("fused_128x128", 0) == 0
                                       ? perf_model::Current128Design()
                                   : name.rfind("fused_128x256_lockstep", 0) == 0
                                       ? perf_model::CurrentLockstepDesign()

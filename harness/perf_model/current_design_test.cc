@@ -24,6 +24,7 @@ void ExpectMatches(const Design& d) {
   EXPECT_EQ(d.a_stages > 0 ? d.a_stages : d.stages, Cfg::kAStages);
   EXPECT_EQ(d.epilogue == Epilogue::kSkewedGroups,
             (std::is_same_v<typename Cfg::Schedule, kernels::SkewedSchedule>));
+  EXPECT_EQ(d.epilogue == Epilogue::kSmemStaged, Cfg::Schedule::kStagedEpilogue);
   EXPECT_EQ(d.warps_m, Cfg::kWarpsM);
   EXPECT_EQ(d.warps_n, Cfg::kWarpsN);
   EXPECT_EQ(d.load_warps, 1);
@@ -52,6 +53,9 @@ TEST(CurrentDesign, MatchesSm120Config128x256Lockstep) {
 }
 TEST(CurrentDesign, MatchesSm120Config128x128Lockstep) {
   ExpectMatches<kernels::Sm120Config128x128Lockstep>(Current128Design());
+}
+TEST(CurrentDesign, MatchesSm120Config128x128Staged) {
+  ExpectMatches<kernels::Sm120Config128x128Staged>(CurrentStagedDesign());
 }
 
 // BuiltDesigns(): the registry's default config first, then the others in the registry's order.

@@ -62,6 +62,24 @@ Design Current128Design() {
   return d;
 }
 
+Design CurrentStagedDesign() {
+  // kernels/device/config.cuh Sm120Config128x128Staged = OutProjConfig<3, 128, 128,
+  // kSm120SmemBytes, 3, StagedSchedule> (tiles.h's 128x128_staged): Current128Design() with 3
+  // stages (the 32 KiB t tile takes the fourth's shared memory) and the staged epilogue
+  // (kernels/device/staged_epilogue.cuh): the consumers load gate_index at the tile's start,
+  // compute t = bf16(gate * o) after the main loop with the gate read from global (one L2 round
+  // trip), write t into shared memory, arrive on an mbarrier and go on; the three quantizer
+  // warps add the residual and store out under the next tile's main loop.
+  Design d = Current128Design();
+  d.name = "current_128x128_staged";
+  d.summary = "128x128x128 x3 stages, 8 warps of 64x32, t staged in smem, quantizers drain";
+  d.stages = 3;
+  d.epilogue = Epilogue::kSmemStaged;
+  d.gate_in_smem = false;
+  d.gate_index_early = true;
+  return d;
+}
+
 Design CurrentLockstepDesign() {
   // kernels/device/config.cuh Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>
   // (tiles.h's 128x256_lockstep): 3 stages of BK = 128, 2 x 4 warps of 64 x 64,
@@ -319,6 +337,7 @@ const Design* FindDesign(const std::string& name) {
     v->push_back(CurrentDesign());
     v->push_back(CurrentLockstepDesign());
     v->push_back(Current128Design());
+    v->push_back(CurrentStagedDesign());
     v->push_back(V1Design());
     for (const Design& d : CandidateDesigns()) v->push_back(d);
     for (const Design& d : CuteScheduleDesigns()) v->push_back(d);

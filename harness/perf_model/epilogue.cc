@@ -87,11 +87,15 @@ EpilogueTimes PredictEpilogue(const Hardware& hw, const Design& d, const StageTi
       break;
     }
     case Epilogue::kSmemStaged: {
-      // Consumers: t = bf16(gate * o) into smem (~7 instr per pair incl. the STS) + a barrier;
+      // Consumers: t = bf16(gate * o) into smem (~7 instr per pair incl. the STS) + a barrier,
+      // + gate_index -> gate from global (two dependent L2 round trips; one where gate_index is
+      // loaded at the tile's start, as the built kernel does: kernels/device/staged_epilogue.cuh)
+      // when the gate is not staged in shared memory;
       // producers: residual from L2 (prefetched) + add + store, under the next main loop.
       const double consumer =
           scale * (pairs * 7.0 / 32 / std::min(kSubPartitions, epi_warps) / clk +
-                   res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk);
+                   res_b / hw.smem_bytes_per_clk.value / clk + kMbarrierClk / clk +
+                   (d.gate_in_smem ? 0 : d.gate_index_early ? 1 : 2) * hw.l2_latency_s.value);
       const double producer =
           scale *
           std::max({pairs * 6.0 / 32 / std::max(1, d.quant_warps) / hw.quant_warp_ipc.value / clk,

@@ -180,6 +180,10 @@ struct Design {
   // shared memory per tile by the load warp; false: read from global by the consumers (one more
   // L2 round trip per tile, no shared memory), as kernels/device/epilogue.cuh does.
   bool gate_in_smem = true;
+  // With the gate read from global (gate_in_smem false), kSmemStaged only: the consumers load
+  // gate_index at the tile's start, under the main loop, so the epilogue waits one L2 round trip
+  // (the gate) instead of two (kernels/device/epilogue.cuh GatedResidual::Early).
+  bool gate_index_early = false;
   // Bytes per lane of the epilogue's global accesses from the MMA C layout: 4 (one bf16 pair,
   // StoreTile<..., 1>) or 16 (four pairs after a quad transpose, StoreTile<..., 4>). Each warp access
   // touches 8 rows (8 L1 wavefronts) either way, so 16-byte accesses need a quarter of them.
@@ -211,6 +215,10 @@ Design CurrentDesign();
 Design CurrentLockstepDesign();
 // The alternative tile of today's kernel (kernels/device/config.cuh Sm120Config128x128Lockstep).
 Design Current128Design();
+// The 128x128 tile with the staged epilogue (kernels/device/config.cuh Sm120Config128x128Staged,
+// tile "128x128_staged"): the gate read from global by the consumers (gate_in_smem false), its
+// gate_index at the tile's start (gate_index_early).
+Design CurrentStagedDesign();
 // The kernel before the BK = 128 x 4 stages change (128x128x256 x 2 stages): the model's
 // calibration against NOTES.md's hand arithmetic, and the ladder's first step.
 Design V1Design();

@@ -65,8 +65,9 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
 
 // The built configs: the registry's default first (kernels/device/tiles.h kOutProjTileDefault:
 // the skewed 128x256, CurrentDesign()), then the others in the registry's order (the lockstep
-// 128x256, CurrentLockstepDesign(); the 128x128, Current128Design()). current_design_test checks
-// them against the registry's configs.
+// 128x256, CurrentLockstepDesign(); the 128x128, Current128Design(); the 128x128 with the staged
+// epilogue, CurrentStagedDesign()). current_design_test checks them against the registry's
+// configs.
 std::vector<Design> BuiltDesigns();
 
 // `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P

@@ -27,6 +27,9 @@ inline constexpr int kSm120SmemBytes = kSm120Facts.smem_bytes;
 //   kSkewGate      the trailing group starts each tile only when the leader is SkewStages stages
 //                  into it (out_proj_kernel.cuh SkewGate)
 //   SkewStages(a)  that lead, for an A ring of `a` stages
+//   kStagedEpilogue  the consumers leave t = bf16(gate (x) o) in a shared-memory tile and the
+//                  quantizer warps finish it (residual add, out store) under the next tile's
+//                  MMAs (staged_epilogue.cuh), for an epilogue policy that has the staged hooks
 
 // Lockstep: one ring carries A and B; both warpgroups consume every stage (warpgroup w = warp
 // row w) and finish their tiles together, so the tensor pipes idle during the epilogue.
@@ -34,6 +37,7 @@ struct LockstepSchedule {
   static constexpr int kGroups = 1;
   static constexpr bool kOwnBRings = false;
   static constexpr bool kSkewGate = false;
+  static constexpr bool kStagedEpilogue = false;
   static constexpr int SkewStages(int /*a_stages*/) { return 0; }
 };
 
@@ -47,12 +51,26 @@ struct SkewedSchedule {
   static constexpr int kGroups = 2;  // the leader (group 0) and the trailer
   static constexpr bool kOwnBRings = true;
   static constexpr bool kSkewGate = true;
+  static constexpr bool kStagedEpilogue = false;
   static constexpr int SkewStages(int a_stages) { return a_stages - 1; }
+};
+
+// Staged: lockstep on one ring, and the epilogue split at t: each consumer thread writes its t
+// words into one 128 x kBN bf16 tile in shared memory and goes on to the next tile's stages; the
+// three quantizer warps, idle once the activation is quantized, add the residual and store out
+// (perf_model: Epilogue::kSmemStaged). One t buffer: the consumers wait for the previous tile's
+// drain only when it has not finished after a whole main loop.
+struct StagedSchedule {
+  static constexpr int kGroups = 1;
+  static constexpr bool kOwnBRings = false;
+  static constexpr bool kSkewGate = false;
+  static constexpr bool kStagedEpilogue = true;
+  static constexpr int SkewStages(int /*a_stages*/) { return 0; }
 };
 
 // kStages_: depth of the weight ring(s); kAStages_: depth of the activation ring (the same ring
 // unless Schedule_ gives each group a weight ring of its own); Schedule_: LockstepSchedule or
-// SkewedSchedule.
+// SkewedSchedule or StagedSchedule.
 template <int kStages_, int kBK_, int kBN_, int kSmemBudget_, int kAStages_ = kStages_,
           class Schedule_ = LockstepSchedule>
 struct OutProjConfig {
@@ -184,6 +202,12 @@ struct OutProjConfig {
   static_assert(kBM == kWorkTileM, "work units and ready flags count 128-row m-tiles");
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(kSfbRingTileBytes * kGroups == kSfbTileBytes, "whole weight-scale groups per ring");
+  // A staged tile (staged_epilogue.cuh): every consumer warp has columns in every tile (the
+  // t_full count is every consumer thread), consumers keep the launch bound's registers (no
+  // setmaxnreg: the quantizer warps that drain need theirs), three warps drain.
+  static_assert(!Schedule::kStagedEpilogue ||
+                    (kGroups == 1 && kNMultiple == kBN && !kSetMaxNReg && kQuantWarps == 3),
+                "a staged epilogue: one group, whole n-tiles, no register split");
 };
 
 // OutProjTile::k128x256Lockstep: 128 x 256, BK = 128, both
@@ -200,6 +224,11 @@ using Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, 
 // 128 x 128 tiles in lockstep, 4 stages of BK = 128, 64 x 32 warp tiles, no setmaxnreg (the
 // ladder's L1 rung): 76 KiB.
 using Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
+// OutProjTile::k128x128Staged: the 128 x 128 tile with the staged epilogue (perf_model's
+// v2_128x128_k128_s3_staged, the refit model's pick at M = 4096 on an RTX 5090): 3 stages of
+// 18 KiB (+ 2 activation-scale slots) and the 32 KiB t tile: 90 KiB of the 99 KiB.
+using Sm120Config128x128Staged =
+    OutProjConfig<3, 128, 128, kSm120SmemBytes, 3, StagedSchedule>;
 }  // namespace h3::kernels
 
 #endif  // H3_KERNELS_CONFIG_CUH_

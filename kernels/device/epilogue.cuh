@@ -129,6 +129,16 @@ struct GatedResidual {
         : alpha_(alpha) {
       LoadGateRows<Cfg>(at.row_base, at.lrow, p, gate_row_);
     }
+    // A staged config's set-up from the gate rows loaded at the tile's start (Early below).
+    template <class EarlyT>
+    __device__ __forceinline__ Tile(const EpilogueLane<kW>&, const OutProjParams&, float alpha,
+                                    const EarlyT& early)
+        : alpha_(alpha) {
+#pragma unroll
+      for (int i = 0; i < Cfg::kMFrags; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) gate_row_[i][h] = early.gate_row[i][h];
+    }
 
     __device__ __forceinline__ void Apply(const EpilogueLane<kW>& at, const OutProjParams& p,
                                           const WarpAcc<Cfg>& acc, int i, int h, int q,
@@ -169,6 +179,52 @@ struct GatedResidual {
     float alpha_;
     int32_t gate_row_[Cfg::kMFrags][2];  // [m fragment][h]: gate row, -1 ungated or beyond M
   };
+
+  // A staged config (config.cuh StagedSchedule, staged_epilogue.cuh): the consumers run set-up
+  // and Apply and leave t in shared memory; a quantizer warp finishes 16 bytes (8 columns from
+  // col) of a row < p.m with the hooks below: the same gate test as LoadGateRows, the same
+  // residual read and add as Read and Combine, the same store. kW: the access width as above.
+  static constexpr bool kStageable = true;
+  // The type whose staged hooks these are: a policy derived from this one that changes Combine or
+  // Store is not stageable until it declares its own (staged_epilogue.cuh IsStageable).
+  using StagedPolicy = GatedResidual;
+
+  // What a staged config's consumer loads at the start of its warp tile, before the main loop
+  // (staged_epilogue.cuh StagedSink): each row's gate row, so that the epilogue after the main
+  // loop waits for the gate words alone (one L2 round trip, not two). The same loads and test
+  // as the in-register set-up.
+  template <class Cfg>
+  struct Early {
+    int32_t gate_row[Cfg::kMFrags][2];
+    __device__ __forceinline__ Early(int64_t row_base, int lrow, const OutProjParams& p) {
+      LoadGateRows<Cfg>(row_base, lrow, p, gate_row);
+    }
+  };
+
+  __device__ __forceinline__ static bool Gated(const OutProjParams& p, int64_t row) {
+    const int32_t gi = __ldg(p.gate_index + row);
+    return gi >= 0 && gi < p.g;
+  }
+  template <int kW>
+  __device__ __forceinline__ static void ReadStaged(const OutProjParams& p, int64_t row, int col,
+                                                    uint32_t (&r)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k += kW) LoadWords<kW>(p.residual + row * p.n + col + 2 * k, &r[k]);
+  }
+  __device__ __forceinline__ static uint32_t CombineStaged(bool gated, uint32_t r, uint32_t t) {
+    return gated ? AddResidualPair(r, t) : r;
+  }
+  template <int kW>
+  __device__ __forceinline__ static void StoreStaged(const OutProjParams& p, int64_t row, int col,
+                                                     const uint32_t (&o)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k += kW) {
+      uint32_t w[kW];
+#pragma unroll
+      for (int x = 0; x < kW; ++x) w[x] = o[k + x];
+      StoreWords<kW>(p.out + row * p.n + col + 2 * k, w);
+    }
+  }
 };
 
 }  // namespace h3::kernels

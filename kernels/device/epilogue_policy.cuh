@@ -76,6 +76,13 @@
 //     one hook with its own arrays). So EpilogueTile holds every array and the per-access hooks
 //     hold words.
 //
+// Staged configs (config.cuh StagedSchedule; staged_epilogue.cuh): a policy with
+// Epi::kStageable (the product's) runs set-up and Apply in the consumers as above; the staged
+// driver, not the policy, writes the words t to shared memory and handles the barriers, and the
+// quantizer warps finish each 16-byte piece of a row < p.m with the policy's static hooks
+// Gated / ReadStaged / CombineStaged / StoreStaged (epilogue.cuh). A policy without them runs
+// the in-register path on a staged config too. The rules above hold for every hook.
+//
 // How the next epilogues plug in (a policy each; the tile path and EpilogueTile untouched):
 //   - The low-rank branch (contract section 13; SVDQuant's out = ... + L1 (L2 x')) is not a
 //     policy: it transforms the accumulators before EpilogueTile (lowrank.cuh). The quantizer
@@ -204,6 +211,17 @@ __device__ __forceinline__ void EpilogueTile(const WarpAcc<Cfg>& acc, int64_t ro
     StoreTile<Cfg, Arch, Epi, 1>(acc, row_base, col_base, p, alpha);
   }
 }
+
+// Where a finished warp tile's epilogue runs (lowrank.cuh FinishWarpTile): here, in the consumer
+// warp, from registers to global memory (every config but a staged one: staged_epilogue.cuh
+// StagedSink).
+struct InRegisterSink {
+  template <class Cfg, class Arch, class Epi>
+  __device__ __forceinline__ void Run(const WarpAcc<Cfg>& acc, int64_t row_base, int col_base,
+                                      const OutProjParams& p, float alpha) const {
+    EpilogueTile<Cfg, Arch, Epi>(acc, row_base, col_base, p, alpha);
+  }
+};
 
 }  // namespace h3::kernels
 

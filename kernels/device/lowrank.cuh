@@ -271,19 +271,21 @@ struct AccAsIs : Arch {
 };
 
 // A finished warp tile through the Variant's epilogue, with the branch first where the Variant
-// has it.
-template <class Cfg, class Arch, class Variant>
+// has it. sink: where the epilogue runs (epilogue_policy.cuh InRegisterSink, or a staged
+// config's StagedSink, staged_epilogue.cuh).
+template <class Cfg, class Arch, class Variant, class Sink = InRegisterSink>
 __device__ __forceinline__ void FinishWarpTile(WarpAcc<Cfg>& acc, int64_t row0, int col0,
-                                               const OutProjParams& p, float alpha) {
+                                               const OutProjParams& p, float alpha,
+                                               const Sink& sink = Sink()) {
   if constexpr (Variant::kBranch && Variant::kBranchUp) {
     // l's ordering (header) needs every unit published and every consumer warp waiting on every
     // A stage of its tile.
     static_assert(Variant::kPublish && Variant::kEveryGroupMma,
                   "a branch Variant publishes every unit and runs every group's stages");
     BranchUpTile<Cfg, Arch>(acc, row0, col0, p, alpha);
-    EpilogueTile<Cfg, AccAsIs<Arch>, typename Variant::Epilogue>(acc, row0, col0, p, 1.0f);
+    sink.template Run<Cfg, AccAsIs<Arch>, typename Variant::Epilogue>(acc, row0, col0, p, 1.0f);
   } else {
-    EpilogueTile<Cfg, Arch, typename Variant::Epilogue>(acc, row0, col0, p, alpha);
+    sink.template Run<Cfg, Arch, typename Variant::Epilogue>(acc, row0, col0, p, alpha);
   }
 }
 

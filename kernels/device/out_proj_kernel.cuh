@@ -33,6 +33,7 @@
 #include "kernels/device/ptx.cuh"
 #include "kernels/device/rings.cuh"
 #include "kernels/device/scheduler.cuh"
+#include "kernels/device/staged_epilogue.cuh"
 #include "kernels/device/variant.cuh"
 #include "kernels/device/warp_acc.cuh"
 
@@ -196,6 +197,16 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
         publisher ? (Cfg::kSkewStages < ksteps ? Cfg::kSkewStages : ksteps) - 1 : -1;
     uint32_t gate = ptx::SmemAddr(&st.gate[t & 1]);
     ptx::Opaque(gate);
+    // A staged instance's sink, before the main loop: it issues the epilogue's first loads.
+    [[maybe_unused]] const auto sink = [&] {
+      if constexpr (kStagedOf<Cfg, Variant>) {
+        return StagedSink<Cfg, Variant>(
+            st, t, sched.mt, sched.nt, warp_m * Cfg::kWarpTileM, warp_n * Cfg::kWarpTileN,
+            static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM, p);
+      } else {
+        return InRegisterSink();
+      }
+    }();
     if (mma_on && col0 < p.n) {  // then has_b: the warp's columns lie in its group's half
       ConsumeTileStages<Cfg, Arch, Variant, true, true>(p, sched.mt, sched.nt, rings, lo, ra, rb,
                                                         sfa, ksteps, group, publish_ks, gate, acc);
@@ -208,7 +219,11 @@ __device__ __forceinline__ void ConsumerLoop(const OutProjParams& p, SharedStora
     }
     if (col0 >= p.n) continue;
     const int64_t row0 = static_cast<int64_t>(sched.mt) * Cfg::kBM + warp_m * Cfg::kWarpTileM;
-    FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha);
+    if constexpr (kStagedOf<Cfg, Variant>) {
+      FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha, sink);
+    } else {
+      FinishWarpTile<Cfg, Arch, Variant>(acc, row0, col0, p, alpha);
+    }
   }
 }
 
@@ -223,7 +238,7 @@ template <class Cfg, class Arch, class Variant>
 __device__ __forceinline__ void RunOutProj(const CUtensorMap* tmap_aq, const CUtensorMap* tmap_asf,
                                            const CUtensorMap* tmap_wq, const OutProjParams& p) {
   extern __shared__ uint8_t smem_raw[];
-  SharedStorage<Cfg>& st = AlignedSmem<SharedStorage<Cfg>>(smem_raw);
+  StorageOf<Cfg>& st = AlignedSmem<StorageOf<Cfg>>(smem_raw);
   if (threadIdx.x == 0) InitRings<Cfg>(st, tmap_aq, tmap_asf, tmap_wq);
   __syncthreads();
   const float act_gs = *p.act_global_scale;

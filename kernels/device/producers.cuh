@@ -19,6 +19,7 @@
 #include "kernels/device/ready_flags.h"
 #include "kernels/device/rings.cuh"
 #include "kernels/device/scheduler.cuh"
+#include "kernels/device/staged_epilogue.cuh"
 #include "kernels/device/variant.cuh"
 #include "kernels/device/work_units.h"
 
@@ -44,6 +45,11 @@ __device__ __forceinline__ void InitRings(SharedStorage<Cfg>& st, const CUtensor
   if constexpr (Cfg::Schedule::kSkewGate) {
     ptx::MbarInit(&st.gate[0], 1);  // the leader's publishing thread
     ptx::MbarInit(&st.gate[1], 1);
+  }
+  if constexpr (Cfg::Schedule::kStagedEpilogue) {  // staged_epilogue.cuh: every thread's own
+    StagedStorage<Cfg>& staged = static_cast<StagedStorage<Cfg>&>(st);
+    ptx::MbarInit(&staged.t_full, Cfg::kConsumerWarps * 32);
+    ptx::MbarInit(&staged.t_empty, Cfg::kQuantWarps * 32);
   }
   ptx::FenceBarrierInit();
   ptx::PrefetchTensorMap(tmap_aq);
@@ -81,9 +87,11 @@ __device__ __forceinline__ void QuantizeUnit(const OutProjParams& p, const WorkU
 }
 
 // Producer warps 1..3: claim units (a row group x one or all k-chunks), quantize, publish
-// (Variant: variant.cuh; the product's hooks are empty).
+// (Variant: variant.cuh; the product's hooks are empty). A staged instance's warps drain a
+// written t tile between units (staged_epilogue.cuh Drainer: never while holding a unit).
 template <class Cfg, class Arch, class Variant>
-__device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs) {
+__device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_gs,
+                                              Drainer<Cfg, Variant>* drain = nullptr) {
   if (!Variant::Quantizes()) return;
   const int lane = threadIdx.x & 31;
   const UnitsOf<Cfg, Variant> units = CallUnits<Cfg, Variant>(p);
@@ -95,6 +103,7 @@ __device__ __forceinline__ void QuantizerLoop(const OutProjParams& p, float act_
     if (threadIdx.x == 32 * (Cfg::kLoadWarp + 1)) PrefetchLoraDown(p);  // a quantizer warp
   }
   for (;;) {
+    if constexpr (kStagedOf<Cfg, Variant>) drain->Poll(p);
     const uint32_t u = ClaimUnit(p.ready_flags);
     if (u >= units.count) break;
     const WorkUnit w = units.Unit(u);
@@ -150,6 +159,12 @@ __device__ __forceinline__ void RunProducers(const OutProjParams& p, const CUten
   if constexpr (Cfg::kSetMaxNReg) ptx::SetMaxNRegDec<Cfg::kProducerRegs>();
   if ((threadIdx.x >> 5) == Cfg::kLoadWarp) {
     if ((threadIdx.x & 31) == 0) Loader<Cfg, Variant>(p, tmap_aq, tmap_asf, tmap_wq, st).Run();
+  } else if constexpr (kStagedOf<Cfg, Variant>) {
+    // Every CTA's quantizer warps drain their CTA's tiles, quantizing or not (the stress test's
+    // CTAs that claim no unit).
+    Drainer<Cfg, Variant> drain(st, p);
+    QuantizerLoop<Cfg, Arch, Variant>(p, act_gs, &drain);
+    drain.Finish(p);
   } else {
     QuantizerLoop<Cfg, Arch, Variant>(p, act_gs);
   }

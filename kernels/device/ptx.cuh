@@ -97,6 +97,34 @@ __device__ __forceinline__ bool MbarTest(uint64_t* bar, uint32_t parity) {
   return done != 0;
 }
 
+// The same test by address (bar: a shared-memory address).
+__device__ __forceinline__ bool MbarTestAddr(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// ---- Shared memory by address (generic-proxy ld / st.shared; addr: SmemAddr). ----
+__device__ __forceinline__ void StShared32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void StShared128(uint32_t addr, const uint32_t (&v)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v[0]), "r"(v[1]),
+               "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+__device__ __forceinline__ void LdShared128(uint32_t addr, uint32_t (&v)[4]) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "r"(addr)
+               : "memory");
+}
+
 // %globaltimer: nanoseconds (PTX special registers; the resolution is implementation-defined, a
 // microsecond or better), for wait bounds only.
 __device__ __forceinline__ uint64_t GlobalTimerNs() {

@@ -58,9 +58,13 @@
 //                   two register budgets after setmaxnreg).
 // Units are claimed in increasing order and a claimed unit is always finished by its claimer,
 // which waits on nothing, so every m-tile becomes ready whatever subset of the grid is resident.
+// A staged config's quantizer warps also drain their CTA's t tile (staged_epilogue.cuh): between
+// units they only test its barrier, and they block on it only after ClaimUnit ran past the last
+// unit, so they never block while holding a claimed, unpublished unit, and the above holds.
 // A thread that gives up waiting traps (stall.h): the context is lost, and with it any buffer
 // left dirty. ResetAtExit's barriers wait only for producers, whose own waits are bounded (the
-// loader's, bounded_wait.cuh; the quantizers wait on nothing): they cannot hang silently.
+// loader's, bounded_wait.cuh; the quantizers wait on nothing but, in a staged config, the
+// bounded t_full wait): they cannot hang silently.
 // The host needs only the layout constants (no CUDA headers); the device functions follow.
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 // (out_proj_kernel.cuh): the kernel's shared memory as one struct, and a position in a ring.
 
 #include <cstdint>
+#include <type_traits>
 
 namespace h3::kernels {
 
@@ -34,6 +35,24 @@ struct SharedStorage {
   __device__ __forceinline__ uint8_t* B(int g, int s) { return b[g * Cfg::kStages + s]; }
   __device__ __forceinline__ uint8_t* Sfb(int g, int s) { return sfb[g * Cfg::kStages + s]; }
 };
+
+// A staged config's shared memory (config.cuh StagedSchedule; staged_epilogue.cuh): the rings,
+// then the t tile, kBM rows of kBN bf16 (16-byte chunks swizzled by row, StagedChunk), and its two
+// mbarriers: t_full (every consumer thread, after writing its words of tile j) and t_empty (every
+// quantizer-warp thread, after reading its rows of tile j). Derived, so that the other configs'
+// storage stays exactly SharedStorage.
+template <class Cfg>
+struct StagedStorage : SharedStorage<Cfg> {
+  static constexpr int kTRowBytes = Cfg::kBN * 2;
+  alignas(128) uint8_t t[Cfg::kBM * kTRowBytes];
+  uint64_t t_full;
+  uint64_t t_empty;
+};
+
+// The shared memory of config Cfg's kernels.
+template <class Cfg>
+using StorageOf = std::conditional_t<Cfg::Schedule::kStagedEpilogue, StagedStorage<Cfg>,
+                                     SharedStorage<Cfg>>;
 
 // Bytes of dynamic shared memory a kernel whose shared memory is `Storage` asks for: the base
 // is only guaranteed 16-byte aligned, so it is padded for the realignment (AlignedSmem).

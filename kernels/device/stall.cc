@@ -40,6 +40,16 @@ std::string What(const StallReport& r) {
           r.m_tile, r.a, r.b);
     case WaitKind::kFullStaged:
       return absl::StrFormat("ring stage %d, phase %d, to fill (TMA, by the load warp)", r.a, r.b);
+    case WaitKind::kTEmpty:
+      return absl::StrFormat(
+          "the staged t tile, phase parity %d, to be drained of the CTA's tile %d (quantizer "
+          "warps drain it)",
+          r.a, r.b - 1);
+    case WaitKind::kTFull:
+      return absl::StrFormat(
+          "the staged t tile of the CTA's tile %d, phase parity %d, to be written (consumers "
+          "write it)",
+          r.b, r.a);
     case WaitKind::kNone:
       break;
   }

@@ -24,6 +24,8 @@ enum class WaitKind : uint32_t {
   kSkewGate = 6,    // trailing consumer group: skew gate a (phase b)
   kFullStaged = 7,  // fast sm_90 consumer: ring stage a filled (phase b)
   kBranchReady = 8,  // load warp: the l-ready count of the tile's m-tile (a groups of b written)
+  kTEmpty = 9,  // staged consumer: the t tile drained of the CTA's tile b - 1 (a: phase parity)
+  kTFull = 10,  // quantizer warp (draining): the t tile of the CTA's tile b written (a: parity)
 };
 
 // The hand-offs those waits wait for, as the stall test withholds them (variant.cuh
@@ -31,8 +33,10 @@ enum class WaitKind : uint32_t {
 // (kFullA / kFullB), every consumer thread releasing one (kSlotA / kSlotB), the leading group
 // arriving on the trailing group's skew gate (kSkewGate), a low-rank branch group's last unit
 // publishing its l on the m-tile's l-ready word (the load warp's kBranchReady; Withholds(.., mt,
-// 0, 0): every group of m-tile mt).
-enum class Handoff : uint32_t { kFill, kRelease, kGateArrive, kBranchPublish };
+// 0, 0): every group of m-tile mt), a staged config's consumer thread arriving on t_full after
+// writing its t words (kTFill, the drain's kTFull) and a draining quantizer thread arriving on
+// t_empty (kTDrain, the consumers' kTEmpty); Withholds(.., mt, nt, 0) for both.
+enum class Handoff : uint32_t { kFill, kRelease, kGateArrive, kBranchPublish, kTFill, kTDrain };
 // Rings as Withholds names them: the A ring (lockstep: the ring); consumer group g's B ring is
 // kRingB0 + g.
 inline constexpr int kRingA = 0, kRingB0 = 1;
@@ -49,8 +53,12 @@ struct StallReport {
 
 // Waits that depend on another role's waiting get a longer bound, so that the first to give up
 // is the one nearest the cause: the load warp waits on the quantizers (x1), the consumers on the
-// load warp (x2), the trailing group's skew gate on the leading group (x3).
-inline constexpr uint64_t kLoaderBound = 1, kConsumerBound = 2, kGateBound = 3;
+// load warp (x2), the trailing group's skew gate on the leading group (x3); a staged config's
+// consumers wait for the drain (x2: the draining warps wait on nothing while units remain), the
+// draining quantizer warps for the consumers' t (x3). The drain's wait after the last unit spans a
+// whole main loop of its tile (a CTA that claims no unit: from the kernel's start), so with a
+// wait limit near one main loop it can give up first; the defaults are far above one.
+inline constexpr uint64_t kLoaderBound = 1, kConsumerBound = 2, kGateBound = 3, kDrainBound = 3;
 
 // One sentence for an error message ("CTA 12 thread 300 (consumer warp 4) gave up after ...").
 std::string StallMessage(const StallReport& r);

@@ -37,6 +37,22 @@ TEST(StallMessage, NamesTheWait) {
   r.b = 16;
   EXPECT_THAT(StallMessage(r), HasSubstr("for the low-rank branch's l of m-tile 5 (3 of its 16 "
                                          "row groups written"));
+  // A staged config's two waits: consumers for the drain of the previous tile, the draining
+  // quantizer warps for the consumers' t.
+  r.kind = static_cast<uint32_t>(WaitKind::kTEmpty);
+  r.thread = 200;
+  r.a = 0;
+  r.b = 1;
+  EXPECT_THAT(StallMessage(r), HasSubstr("thread 200 (consumer warp 2 (group 0)) waited"));
+  EXPECT_THAT(StallMessage(r), HasSubstr("for the staged t tile, phase parity 0, to be drained of "
+                                         "the CTA's tile 0 (quantizer warps drain it)"));
+  r.kind = static_cast<uint32_t>(WaitKind::kTFull);
+  r.thread = 40;
+  r.a = 1;
+  r.b = 3;
+  EXPECT_THAT(StallMessage(r), HasSubstr("thread 40 (quantizer warp 1) waited"));
+  EXPECT_THAT(StallMessage(r), HasSubstr("for the staged t tile of the CTA's tile 3, phase parity "
+                                         "1, to be written (consumers write it)"));
 }
 
 }  // namespace

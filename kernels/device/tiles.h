@@ -25,7 +25,10 @@
     "128 x 256, BK 128, skewed consumer groups: each warpgroup owns an N half and runs a few "  \
     "stages behind the other, so one half's epilogue runs under the other's MMAs")              \
   X(k128x128, 2, "128x128", Sm120Config128x128Lockstep,                                         \
-    "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")
+    "128 x 128, BK 128, 4 stages, 64 x 32 warp tiles")                                          \
+  X(k128x128Staged, 4, "128x128_staged", Sm120Config128x128Staged,                              \
+    "128 x 128, BK 128, 3 stages, staged epilogue: consumers leave gate * o in shared memory "  \
+    "and the quantizer warps add the residual and store out under the next tile's MMAs")
 
 #include <cstdint>
 #include <string>
@@ -81,7 +84,7 @@ constexpr bool IsRegisteredOutProjTile(OutProjTile tile) {
 static_assert(IsRegisteredOutProjTile(kOutProjTileDefault), "the default is a registry config");
 
 // The codes a call's tile may take, as the errors for any other list them:
-// "0 (auto), 3 (128x256_lockstep), 1 (128x256), 2 (128x128)".
+// "0 (auto), 3 (128x256_lockstep), 1 (128x256), 2 (128x128), 4 (128x128_staged)".
 inline std::string OutProjTileCodes() {
   std::string codes = "0 (auto)";
   for (const OutProjTileInfo& t : kOutProjTiles) {

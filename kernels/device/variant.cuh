@@ -25,6 +25,8 @@ enum class PauseSite : uint32_t {
   kLoaderStage,
   kTrailerTile,
   kBranchArrive,  // a branch unit before its group's counter, and the last one before l's publish
+  kDrainTile,     // a staged config: a quantizer warp before it drains a tile, a consumer before
+                  // it writes its t words
 };
 
 struct Product {
@@ -58,6 +60,7 @@ struct Product {
   static constexpr uint64_t kLoaderBound = kernels::kLoaderBound;
   static constexpr uint64_t kConsumerBound = kernels::kConsumerBound;
   static constexpr uint64_t kGateBound = kernels::kGateBound;
+  static constexpr uint64_t kDrainBound = kernels::kDrainBound;
 };
 
 // The product with act_smooth given (contract section 12): its quantizers smooth each block

@@ -37,6 +37,13 @@ constexpr bool TilesTheApi() {
          kOutProjKMultiple % Cfg::kKMultiple == 0 && kOutProjKMultiple == kChunkQuantum;
 }
 
+// The product's staged config stages its epilogue in each of the product's instances (a policy
+// without its own staged hooks would silently run the in-register path: staged_epilogue.cuh).
+static_assert(kStagedOf<Sm120Config128x128Staged, Product> &&
+                  kStagedOf<Sm120Config128x128Staged, ProductSmoothed> &&
+                  kStagedOf<Sm120Config128x128Staged, ProductBranch>,
+              "the staged config's product instances stage their epilogue");
+
 // One kernel instance: its config, its shared memory and its __global__ function.
 template <class Cfg_, class Storage_, class Fn>
 struct KernelInstance {
@@ -57,7 +64,7 @@ template <class Cfg, class Variant, class F>
 auto WithArch(KernelBuild build, F&& f) {
   return WithConfigTarget(build, [&](auto target) {
     using Arch = typename decltype(target)::Arch;
-    return f(MakeInstance<Cfg, SharedStorage<Cfg>>(&OutProjKernel<Cfg, Arch, Variant>));
+    return f(MakeInstance<Cfg, StorageOf<Cfg>>(&OutProjKernel<Cfg, Arch, Variant>));
   });
 }
 

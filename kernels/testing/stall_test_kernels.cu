@@ -14,11 +14,16 @@ namespace {
 
 // Bounds of case c's roles, in wait_limit_ns: the waiter of the withheld hand-off x1, the others
 // x4 (never_publish: the product's). The load warp waits for releases and for l.
-constexpr uint64_t CaseBound(const StallCase& c, Handoff waits_for_handoff, uint64_t product) {
+// `also`: a second hand-off the same role waits for (the consumers: fills and the staged drain).
+constexpr uint64_t CaseBound(const StallCase& c, Handoff waits_for_handoff, uint64_t product,
+                             Handoff also) {
   if (!c.publish) return product;
   const bool loader_waits_for_l =
       waits_for_handoff == Handoff::kRelease && c.what == Handoff::kBranchPublish;
-  return c.what == waits_for_handoff || loader_waits_for_l ? 1 : 4;
+  return c.what == waits_for_handoff || c.what == also || loader_waits_for_l ? 1 : 4;
+}
+constexpr uint64_t CaseBound(const StallCase& c, Handoff waits_for_handoff, uint64_t product) {
+  return CaseBound(c, waits_for_handoff, product, waits_for_handoff);
 }
 
 // The product, or its low-rank branch instance where the case withholds l.
@@ -36,9 +41,13 @@ struct Withhold : CaseBase<kCase> {
   static constexpr uint64_t kLoaderBound =
       CaseBound(kStallCases[kCase], Handoff::kRelease, kernels::kLoaderBound);
   static constexpr uint64_t kConsumerBound =
-      CaseBound(kStallCases[kCase], Handoff::kFill, kernels::kConsumerBound);
+      CaseBound(kStallCases[kCase], Handoff::kFill, kernels::kConsumerBound, Handoff::kTDrain);
   static constexpr uint64_t kGateBound =
       CaseBound(kStallCases[kCase], Handoff::kGateArrive, kernels::kGateBound);
+  // The staged config's draining quantizer warps wait for the consumers' t.
+  static constexpr uint64_t kDrainBound =
+      CaseBound(kStallCases[kCase], Handoff::kTFill, kernels::kDrainBound);
+  static constexpr int kGridCap = kStallCases[kCase].grid_cap;
   __device__ __forceinline__ static bool Withholds(Handoff what, int ring, int mt, int nt, int ks) {
     return kPublish && what == kWhat && ring == kRing && mt == kMt && nt == kNt && ks == kKs;
   }

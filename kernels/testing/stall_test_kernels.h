@@ -20,12 +20,13 @@ struct StallCase {
   bool publish;          // false: the quantizers never publish (the load warp's kChunkReady)
   Handoff what;          // with publish: the hand-off withheld, of ring `ring` (kRingA ...)
   int ring, mt, nt, ks;  // at k-step ks of tile (mt, nt)
+  int grid_cap = 0;      // CTAs at most (0: one per tile), so that a CTA runs several tiles
 };
 
 // The columns of a tile of case c's config: the problem (M = 300, N = 640, K = 1024: 8 k-steps
 // of 128) is a 3 x 3 grid of 128 x 256 tiles, or a 3 x 5 grid of 128 x 128 ones.
 constexpr int StallCaseTileN(const StallCase& c) {
-  return c.tile == OutProjTile::k128x128 ? 128 : 256;
+  return c.tile == OutProjTile::k128x128 || c.tile == OutProjTile::k128x128Staged ? 128 : 256;
 }
 
 // The cases the stall test runs, each by its index in this table. Tile (1, 1) unless said
@@ -59,6 +60,13 @@ inline constexpr StallCase kStallCases[] = {
     // The low-rank branch's instance (the test gives lora_down / lora_up): no group of m-tile 1
     // publishes its l, so the load warps of that m-tile's tiles wait to issue their last A stage.
     {"branch_l", OutProjTile::k128x256, true, Handoff::kBranchPublish, kRingA, 1, 0, 0},
+    // The staged 128 x 128 config: no consumer thread arrives on t_full after writing its t
+    // words of tile (1, 1) (the CTA's only tile): its quantizer warps, out of units, wait to
+    // drain it.
+    {"t_fill_staged", OutProjTile::k128x128Staged, true, Handoff::kTFill, kRingA, 1, 1, 0},
+    // No quantizer warp arrives on t_empty after draining tile (1, 1); with 8 CTAs, CTA 6 runs
+    // tiles 6 = (1, 1) and 14 = (2, 4), whose consumers wait for the t tile to write into.
+    {"t_drain_staged", OutProjTile::k128x128Staged, true, Handoff::kTDrain, kRingA, 1, 1, 0, 8},
 };
 inline constexpr int kStallCaseCount = sizeof(kStallCases) / sizeof(kStallCases[0]);
 

@@ -273,7 +273,7 @@ TEST(TuneCache, UnknownDeviceAndTileWarn) {
   EXPECT_FALSE(got.tuned);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("names tile \"64x64\", which this library does not have (it has: "
-                             "auto, 128x256_lockstep, 128x256, 128x128)"),
+                             "auto, 128x256_lockstep, 128x256, 128x128, 128x128_staged)"),
             std::string::npos)
       << warnings[0];
   got = c.Choose(kH200, 4096, 256, 512, "faithful", &warnings);  // "auto": the default, tuned

@@ -131,9 +131,10 @@ class SignatureTest(unittest.TestCase):
         # The library's registry (kernels/device/tiles.h) through the C ABI: codes are ABI, never reused.
         from minimax_h3_nvfp4 import _native
         self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
-                                           "128x256_lockstep": 3})
+                                           "128x256_lockstep": 3, "128x128_staged": 4})
         # In the registry's order, "auto" first (the default, 128x256, is named, not first).
-        self.assertEqual(list(_native.tiles()), ["auto", "128x256_lockstep", "128x256", "128x128"])
+        self.assertEqual(list(_native.tiles()),
+                         ["auto", "128x256_lockstep", "128x256", "128x128", "128x128_staged"])
         lib = _native.lib()
         self.assertIsNone(lib.h3_tile_name(lib.h3_tile_count()))
         self.assertEqual(lib.h3_tile_code(-1), -1)
@@ -411,7 +412,7 @@ class ErrorTest(unittest.TestCase):
         self.call(TypeError, r"sm90_emulation must be 'faithful' or 'fast', got int",
                   sm90_emulation=1)
         self.call(TypeError, r"tile must be 'auto' or '128x256_lockstep' or '128x256' or "
-                  r"'128x128', got int", tile=2)
+                  r"'128x128' or '128x128_staged', got int", tile=2)
 
     def test_value_errors_shapes(self):
         c = self.c
@@ -533,7 +534,7 @@ class ErrorTest(unittest.TestCase):
                   sm90_emulation="bogus")
         self.call(ValueError, r"cpu_gemm must be 'fast' or 'exact', got 'slow'", cpu_gemm="slow")
         self.call(ValueError, r"tile must be 'auto' or '128x256_lockstep' or '128x256' or "
-                  r"'128x128', got '256x128'", tile="256x128")
+                  r"'128x128' or '128x128_staged', got '256x128'", tile="256x128")
 
     def test_value_errors_layout(self):
         c = self.c
@@ -683,7 +684,8 @@ class GpuFieldTest(unittest.TestCase):
                  ("sm90_emulation", 2, "sm90_emulation must be 0 \\(faithful\\) or 1 "
                   "\\(fast\\), got 2"),
                  ("tile", 99, "tile must be a registered tile config: 0 \\(auto\\), 3 "
-                  "\\(128x256_lockstep\\), 1 \\(128x256\\), 2 \\(128x128\\), got 99")]
+                  "\\(128x256_lockstep\\), 1 \\(128x256\\), 2 \\(128x128\\), 4 "
+                  "\\(128x128_staged\\), got 99")]
         for field, value, message in table:
             with self.subTest(field=field, value=value):
                 a = _native.new_args()

@@ -109,7 +109,8 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("minimax_h3_nvfp4 %s" % minimax_h3_nvfp4.__version__, p.stdout)
         lines = p.stdout.splitlines()
         self.assertIn("  tile configs:   auto (the API's default: resolved per call, below), "
-                      "128x256_lockstep, %s (the registry's default: auto's fallback), 128x128"
+                      "128x256_lockstep, %s (the registry's default: auto's fallback), 128x128, "
+                      "128x128_staged"
                       % DEFAULT, lines)
         if _native.device_count()[0] == 0:
             self.assertIn("CUDA devices: none: emulator only (", p.stdout)

@@ -312,7 +312,7 @@ class BindingTest(unittest.TestCase):
              "h3_tune_choose: m must be >= 0, got -1"),
             (lambda: c.record(H200, 5376, 7168, "faithful", {1: "64x64"}), ValueError,
              'a tuned bucket must have m in [1, 2147483647] and a registered tile (auto, '
-             '128x256_lockstep, 128x256, 128x128), got m=1 tile="64x64"'),
+             '128x256_lockstep, 128x256, 128x128, 128x128_staged), got m=1 tile="64x64"'),
             (lambda: c.record(H200, 5376, 7168, "faithful", {0: "128x128"}), ValueError,
              "got m=0 tile=\"128x128\""),
             (lambda: c.record(H200, 5376, 7168, "faithful", {}), ValueError,

@@ -63,7 +63,8 @@ if [[ ${1:-} != quick ]]; then
   # The sanitizers slow the kernel by orders of magnitude: its waits' bound (kernels/device/stall.h)
   # raised so that a slow correct run is not taken for a stall.
   export MINIMAX_H3_NVFP4_WAIT_LIMIT_MS=600000
-  # ReusedFlagsLeftZero: the kernel's reset of its ready flags (ready_flags.h ResetAtExit).
+  # ReusedFlagsLeftZero: the kernel's reset of its ready flags (ready_flags.h ResetAtExit). The
+  # patterns match every config's case, the staged one's shared-memory hand-off among them.
   cases='*m129*:*n128*:*two_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
@@ -73,7 +74,7 @@ if [[ ${1:-} != quick ]]; then
       "$B/out_proj_smooth_test" --gtest_filter='*special_extreme_faithful:*gauss_two_tiles_per_cta_fast*:*Checked*'
     # The branch's instances (partials written by the quantizers, read by the epilogues).
     check "sanitizer_branch_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$B/out_proj_branch_test" --gtest_filter='*gauss_r16_faithful:*special_extreme_r64_fast:*two_tiles_per_cta_r32_faithful_128x128'
+      "$B/out_proj_branch_test" --gtest_filter='*gauss_r16_faithful:*special_extreme_r64_fast:*two_tiles_per_cta_r32_faithful_128x128:*two_tiles_per_cta_r32_faithful_128x128_staged'
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do
