@@ -307,33 +307,32 @@ constexpr Contender kContenders[] = {
     {"fused_128x256_lockstep", FusedFlops, FusedBytes, PrepareFused,
      CheckFused<OutProjTile::k128x256Lockstep>, EnqueueFused<OutProjTile::k128x256Lockstep>,
      TileName(OutProjTile::k128x256Lockstep)},
+    {"fused_128x256", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x256>,
+     EnqueueFused<OutProjTile::k128x256>, TileName(OutProjTile::k128x256)},
     {"fused_128x128", FusedFlops, FusedBytes, PrepareFused, CheckFused<OutProjTile::k128x128>,
      EnqueueFused<OutProjTile::k128x128>, TileName(OutProjTile::k128x128)},
-    {"fused_128x128_staged", FusedFlops, FusedBytes, PrepareFused,
-     CheckFused<OutProjTile::k128x128Staged>, EnqueueFused<OutProjTile::k128x128Staged>,
-     TileName(OutProjTile::k128x128Staged)},
-    // The default's exposed epilogue, and one_warp_mma (the rate the skewed default's alone
-    // phases rest on).
+    // The default (the staged config) without any epilogue (its in-register path with nothing
+    // to store, no t hand-off): fused minus this = what its staged epilogue still exposes.
     {"fused_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>,
      EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kNoEpilogue>, nullptr},
-    {"fused_one_group", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>,
-     EnqueueFusedNoEpilogue<kOutProjTileDefault, TimingVariant::kOneGroupMma>, nullptr},
+    // The skewed config's exposed epilogue, and one_warp_mma (the rate its alone phases rest on).
+    {"fused_128x256_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kNoEpilogue>, nullptr},
+    {"fused_128x256_one_group", FusedFlops, FusedBytes, PrepareFused,
+     CheckFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>,
+     EnqueueFusedNoEpilogue<OutProjTile::k128x256, TimingVariant::kOneGroupMma>, nullptr},
     // The lockstep config's exposed epilogue (the model's epilogue_ratio is measured on it).
     {"fused_128x256_lockstep_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
      CheckFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>,
      EnqueueFusedNoEpilogue<OutProjTile::k128x256Lockstep, TimingVariant::kNoEpilogue>, nullptr},
-    // The staged config without any epilogue (its in-register path with nothing to store, no t
-    // hand-off): fused_128x128_staged minus this = what its staged epilogue still exposes.
-    {"fused_128x128_staged_no_epilogue", FusedFlops, FusedBytes, PrepareFused,
-     CheckFusedNoEpilogue<OutProjTile::k128x128Staged, TimingVariant::kNoEpilogue>,
-     EnqueueFusedNoEpilogue<OutProjTile::k128x128Staged, TimingVariant::kNoEpilogue>, nullptr},
 };
-// The fused rows are named as FusedRowName names their checks; fused_one_group times the skewed
-// schedule's alone phases, which only the skewed default has.
-static_assert(kOutProjTileDefault == OutProjTile::k128x256,
-              "fused_one_group measures the skewed schedule: rename the rows with the default");
+// The fused rows are named as FusedRowName names their checks: `fused` and fused_no_epilogue are
+// the default's, the 128x256 rows the skewed config's (fused_128x256_one_group times its alone
+// phases, which only it has).
+static_assert(kOutProjTileDefault == OutProjTile::k128x128Staged,
+              "the fused rows name the staged config the default: rename them with the default");
 
 }  // namespace
 

@@ -113,8 +113,8 @@ int WriteTuneCache(const BenchContext& ctx, const std::vector<int64_t>& ms, int6
   if (winners.empty()) {
     std::fprintf(stderr,
                  "tune cache: nothing to record (run the fused contenders: "
-                 "--benchmark_filter must match fused, fused_128x256_lockstep, fused_128x128, "
-                 "fused_128x128_staged)\n");
+                 "--benchmark_filter must match fused, fused_128x256_lockstep, fused_128x256, "
+                 "fused_128x128)\n");
     return 1;
   }
   const absl::Status s = RecordTuneWinners(path, device, kN, k, variant, winners);

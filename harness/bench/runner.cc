@@ -47,7 +47,7 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   // design on this GPU's SM count, calibrated to the cuBLASLt anchor; harness/perf_model
   // reading.h), so the first SM120 run shows where the model is wrong, and beside it the model's
   // values of the inputs such a run measures (one_warp_mma, fused - fused_no_epilogue, the TMA
-  // latency, the L2 bandwidth). 0 elsewhere: the model has no Hopper MMA. fused_one_group
+  // latency, the L2 bandwidth). 0 elsewhere: the model has no Hopper MMA. fused_128x256_one_group
   // gets no model_ms: it measures one of the model's inputs instead (one_warp_mma below).
   if (fused_op && d.prop.major == 12) {
     if (const perf_model::Hardware* hw =
@@ -55,14 +55,14 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       perf_model::Problem problem;
       problem.m = m;
       problem.k = BenchK();
-      // The row's config (contenders.h): fused_128x128_staged*, fused_128x128*,
-      // fused_128x256_lockstep*, else the default's (the skewed 128x256; contenders.cc asserts it).
-      perf_model::Design design = name.rfind("fused_128x128_staged", 0) == 0
-                                      ? perf_model::CurrentStagedDesign()
+      // The row's config (contenders.h): fused_128x256_lockstep*, fused_128x256*,
+      // fused_128x128*, else the default's (the staged 128x128; contenders.cc asserts it).
+      perf_model::Design design = name.rfind("fused_128x256_lockstep", 0) == 0
+                                      ? perf_model::CurrentLockstepDesign()
+                                  : name.rfind("fused_128x256", 0) == 0
+                                      ? perf_model::CurrentDesign()
                                   : name.rfind("fused_128x128", 0) == 0
                                       ? perf_model::Current128Design()
-                                  : name.rfind("fused_128x256_lockstep", 0) == 0
-                                      ? perf_model::CurrentLockstepDesign()
                                       : perf_model::BuiltDesigns()[0];
       const perf_model::MeasurableInputs mi =
           perf_model::ModelMeasurableInputs(*hw, design, problem);
@@ -71,7 +71,7 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
       state.counters["model_tma_latency_us"] = mi.tma_latency_s * 1e6;
       state.counters["model_tma_latency_loaded_us"] = mi.tma_latency_loaded_s * 1e6;
       state.counters["model_l2_tbps"] = mi.l2_bytes_per_s * 1e-12;
-      if (name != "fused_one_group") {
+      if (name != "fused_128x256_one_group") {
         if (name.find("no_epilogue") != std::string::npos) {
           design.epilogue = perf_model::Epilogue::kNone;
         }
@@ -83,10 +83,10 @@ void SetCounters(benchmark::State& state, BenchContext& ctx, const Contender& c,
   }
   // The rate one MMA warp per sub-partition sustains, as a fraction of two warps' (the perf
   // model's single_warp_mma), on the skewed config whose alone phases rest on it:
-  // fused_no_epilogue runs both warpgroups' MMAs, fused_one_group half of them with one
-  // warpgroup; the rest of both runs (quantizer, loads) is the same.
-  if (name == "fused_one_group") {
-    if (const double* t2 = ctx.FindTime("fused_no_epilogue", m)) {
+  // fused_128x256_no_epilogue runs both warpgroups' MMAs, fused_128x256_one_group half of them
+  // with one warpgroup; the rest of both runs (quantizer, loads) is the same.
+  if (name == "fused_128x256_one_group") {
+    if (const double* t2 = ctx.FindTime("fused_128x256_no_epilogue", m)) {
       state.counters["one_warp_mma"] = *t2 / (2 * ms);
     }
   }

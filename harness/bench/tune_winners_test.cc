@@ -25,6 +25,7 @@ TEST(TuneWinners, Table) {
       {"128x128", {{128, {0.24f, 0.25f, 9.0f}}, {4096, {1.9f, 1.8f}}}},
       {"128x256", {{128, {0.35f, 0.36f, 0.34f}}, {4096, {2.0f}}, {1, {0.3f}}}},
       {"128x256_lockstep", {{128, {0.33f}}, {4096, {1.7f, 1.8f, 1.75f, 1.6f}}, {1, {0.3f}}}},
+      {"128x128_staged", {{128, {0.36f, 0.37f, 0.38f}}, {4096, {2.1f}}}},
       {"not_a_config", {{128, {0.01f}}}},  // ignored: not in the registry
   };
   struct Row {
@@ -38,8 +39,8 @@ TEST(TuneWinners, Table) {
       {{4096, 128, 128}, false, "128:128x128@0.250000 4096:128x256_lockstep@1.725000 ", {}},
       // A tie (0.3 and 0.3): the registry's order decides (128x256_lockstep is listed first).
       {{1}, false, "1:128x256_lockstep@0.300000 ", {}},
-      // The fast sm_90 build: only the default (128x256) competes.
-      {{128, 4096}, true, "128:128x256@0.350000 4096:128x256@2.000000 ", {}},
+      // The fast sm_90 build: only the default (128x128_staged) competes.
+      {{128, 4096}, true, "128:128x128_staged@0.370000 4096:128x128_staged@2.100000 ", {}},
       {{16, 128}, false, "128:128x128@0.250000 ", {16}},
       {{}, false, "", {}},
   };

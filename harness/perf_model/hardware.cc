@@ -187,7 +187,7 @@ Hardware Rtx5090Unfitted() {
       "ASSUMED: what our kernel, never timed on an SM12x part, may lose against the "
       "CUTLASS-built anchors the model fits at 1.0 (costs no term sees: the non-TMA epilogue's "
       "and the ready flags' instructions beside the MMAs, the NOP-filled OMMA slots); the main "
-      "loop's issue count does not argue for a loss (sm_120f, default config: 349 instructions "
+      "loop's issue count does not argue for a loss (sm_120f, the skewed 128x256: 349 instructions "
       "per 128 OMMA, 174.5 per 64, 60 of them vector, against CUTLASS 256x128's 178 and 44; "
       "NOTES.md, issue 18), and nothing measured moves it. Range 0.85 .. 1.0",
       true, 0.85, 1.0};

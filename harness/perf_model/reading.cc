@@ -169,7 +169,7 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
 }
 
 std::vector<Design> BuiltDesigns() {
-  return {CurrentDesign(), CurrentLockstepDesign(), Current128Design(), CurrentStagedDesign()};
+  return {CurrentStagedDesign(), CurrentLockstepDesign(), CurrentDesign(), Current128Design()};
 }
 
 std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, double x_unfused,

@@ -64,10 +64,10 @@ std::vector<std::vector<Uncertainty>> ReadUncertainty(const Hardware& hw,
                                                       const UncertaintyOptions& options);
 
 // The built configs: the registry's default first (kernels/device/tiles.h kOutProjTileDefault:
-// the skewed 128x256, CurrentDesign()), then the others in the registry's order (the lockstep
-// 128x256, CurrentLockstepDesign(); the 128x128, Current128Design(); the 128x128 with the staged
-// epilogue, CurrentStagedDesign()). current_design_test checks them against the registry's
-// configs.
+// the 128x128 with the staged epilogue, CurrentStagedDesign()), then the others in the
+// registry's order (the lockstep 128x256, CurrentLockstepDesign(); the skewed 128x256,
+// CurrentDesign(); the 128x128, Current128Design()). current_design_test checks them against the
+// registry's configs.
 std::vector<Design> BuiltDesigns();
 
 // `headline: <GPU> M=<m> default-config low L default D high H TFLOP/s P(>=1250)=P
@@ -77,7 +77,7 @@ std::string HeadlineLine(const Hardware& hw, int64_t m, const Uncertainty& u, do
                          double goal_tflops = 1250);
 
 // The inputs a first SM12x run measures, as the model has them for a design and problem: the
-// bench prints them beside its measurements (fused_one_group's one_warp_mma, fused -
+// bench prints them beside its measurements (fused_128x256_one_group's one_warp_mma, fused -
 // fused_no_epilogue, ...).
 struct MeasurableInputs {
   double one_warp_mma = 0;    // Hardware::single_warp_mma (eta)

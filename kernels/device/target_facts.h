@@ -39,11 +39,12 @@ struct TargetFacts {
 
 // The product: every SM12x part (sm_120 RTX 50xx / RTX PRO 6000, sm_121 GB10) runs one sm_120f
 // build. Shared memory: 99 KiB per block opt-in on SM12x (CUTLASS sm120_smem_capacity_bytes =
-// 101376). Heuristic: 128x128 up to M = 512 (the performance model predicts it ~1.9x faster than
-// the 128x256 configs at M = 128 on an RTX 5090; unmeasured on SM12x).
+// 101376). No small-M heuristic: the default is a 128x128 config, and the performance model
+// ranks it first among the built configs at M = 128 too (RTX 5090: 276 TFLOP/s, the plain
+// 128x128 265, the 128x256 configs ~145; unmeasured on SM12x).
 inline constexpr TargetFacts kSm120Facts{
     KernelBuild::kSm120Native, 12, kAnyMinor, EmulationChoice::kAny, "SM12x",
-    "sm_120f native", "native", 101376, 512, OutProjTile::k128x128};
+    "sm_120f native", "native", 101376, 0, OutProjTile::kAuto};
 
 // Hopper validation, faithful: the product's configs (so the SM120 budget), the MMA and e2m1
 // emulated exactly; the heuristic never picks another config (tile auto is not a speed claim

@@ -57,14 +57,14 @@ inline constexpr OutProjTileInfo kOutProjTiles[] = {
 };
 inline constexpr int kOutProjTileCount = sizeof(kOutProjTiles) / sizeof(kOutProjTiles[0]);
 
-// What kAuto runs where neither the tuning cache nor the heuristic decides: the skewed 128x256,
-// the built config the performance model (`./bazelw run //harness:perf_model`, its candidate
-// lines) ranks first at M = 4096 on an RTX 5090, ~5% above the lockstep 128x256; the model's best
-// design there is not built (NOTES.md, issue 29). Unmeasured on SM12x: the skew's gain rests on
-// one MMA warp per sub-partition running at 0.70 of two (measured on the H200's emulation only),
-// and the H200's emulation times the lockstep one 1.5-3.5% faster; `tune` measures and decides
-// per device.
-inline constexpr OutProjTile kOutProjTileDefault = OutProjTile::k128x256;
+// What kAuto runs where the tuning cache does not decide: the 128x128 with the staged epilogue,
+// the built config the performance model (`./bazelw run //harness:perf_model`, its "built
+// configs" lines) ranks first at every M on an RTX 5090 and an RTX PRO 6000 (RTX 5090, M = 4096:
+// 1273 TFLOP/s against the skewed 128x256's 1239, within 1% of the model's best design). A model
+// only, unmeasured on SM12x, and its Monte Carlo low end is below the skewed config's (more
+// exposed to L2 queueing); the H200's emulation times it ahead of the skewed 128x256 and behind
+// the 128x128 (NOTES.md, issue 29). `tune` measures and decides per device.
+inline constexpr OutProjTile kOutProjTileDefault = OutProjTile::k128x128Staged;
 
 // The registry entry of `tile` (kAuto: the default's, whatever a call resolves it to), or nullptr
 // for a code not registered.

@@ -99,7 +99,7 @@ TEST(TuneCache, ReadsWhatPythonWrites) {
       {&kRtx5090, 127, 256, 512, "native", OutProjTile::k128x256, true},
       {&kRtx5090, 128, 256, 512, "native", OutProjTile::k128x256, true},  // 2^7: tie -> 1
       {&kRtx5090, 129, 256, 512, "native", OutProjTile::k128x256Lockstep, true},
-      {&kRtx5090, 128, 5376, 7168, "native", OutProjTile::k128x128, false},  // heuristic
+      {&kRtx5090, 128, 5376, 7168, "native", kOutProjTileDefault, false},  // heuristic
       {&kRtx5090, 4096, 5376, 7168, "native", kOutProjTileDefault, false},
   };
   for (const Row& r : rows) {
@@ -305,9 +305,10 @@ TEST(TuneCache, KeysAndHeuristic) {
     const char* rule;
   };
   const Row rows[] = {
-      {12, 0, OutProjTile::k128x128, "M <= 512 on SM12x"},
-      {12, 1, OutProjTile::k128x128, "M <= 512 on SM12x"},
-      {12, 512, OutProjTile::k128x128, "M <= 512 on SM12x"},
+      // SM12x has no small-M rule: its default is a 128x128 config (target_facts.h).
+      {12, 0, kOutProjTileDefault, "the default config"},
+      {12, 1, kOutProjTileDefault, "the default config"},
+      {12, 512, kOutProjTileDefault, "the default config"},
       {12, 513, kOutProjTileDefault, "the default config"},
       {12, 75856, kOutProjTileDefault, "the default config"},
       {9, 1, kOutProjTileDefault, "the default config"},

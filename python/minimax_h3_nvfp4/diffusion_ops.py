@@ -13,7 +13,8 @@ extras follow FlashInfer's own (so its signature is a prefix of this one):
                                          bound) or the exact accumulator rounded once
     tile="auto" | a registered name      the SM120 kernel's config, from the library's registry
                                          (kernels/device/tiles.h; today "128x256_lockstep",
-                                         "128x256", the default, "128x128"); all compute the
+                                         "128x256", "128x128", "128x128_staged", the
+                                         default); all compute the
                                          same bits, they differ in speed only. "auto": the
                                          tuning cache's winner for this device, shape and M,
                                          else a heuristic (kernels/tuning/tune_cache.h, asked

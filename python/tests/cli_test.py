@@ -18,7 +18,7 @@ from minimax_h3_nvfp4 import _native, tuning
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_version": 13000}
-DEFAULT = "128x256"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
+DEFAULT = "128x128_staged"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
 
 
 def runfile(rel):
@@ -28,8 +28,7 @@ def runfile(rel):
     return os.path.join(os.path.dirname(__file__), "..", "..", rel)
 
 
-SM12X_AUTO = ("M=1, 128 -> 128x128 (heuristic: M <= 512 on SM12x); M=1024, 4096, 16384 -> "
-              "%s (heuristic: the default config)" % DEFAULT)
+SM12X_AUTO = "M=1, 128, 1024, 4096, 16384 -> %s (heuristic: the default config)" % DEFAULT
 
 # info's tile="auto" lines for the SM12x parts, with or without a GPU: (the part as info names
 # it, its choices at __main__.INFO_MS).
@@ -109,9 +108,8 @@ class CommandLineTest(unittest.TestCase):
         self.assertIn("minimax_h3_nvfp4 %s" % minimax_h3_nvfp4.__version__, p.stdout)
         lines = p.stdout.splitlines()
         self.assertIn("  tile configs:   auto (the API's default: resolved per call, below), "
-                      "128x256_lockstep, %s (the registry's default: auto's fallback), 128x128, "
-                      "128x128_staged"
-                      % DEFAULT, lines)
+                      "128x256_lockstep, 128x256, 128x128, %s (the registry's default: auto's "
+                      "fallback)" % DEFAULT, lines)
         if _native.device_count()[0] == 0:
             self.assertIn("CUDA devices: none: emulator only (", p.stdout)
             self.assertNotIn("on cuda:", p.stdout)

@@ -25,7 +25,7 @@ H200 = {"name": "NVIDIA H200", "major": 9, "minor": 0, "sm_count": 132, "driver_
 RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "major": 12, "minor": 0, "sm_count": 170,
            "driver_version": 13000}
 GB10 = {"name": "NVIDIA GB10", "major": 12, "minor": 1, "sm_count": 48, "driver_version": 13000}
-DEFAULT = "128x256"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
+DEFAULT = "128x128_staged"  # the registry's default (kernels/device/tiles.h kOutProjTileDefault)
 MS = [0, 1, 2, 5, 11, 16, 40, 100, 127, 128, 129, 255, 256, 300, 511, 512, 513, 1000, 1024,
       2047, 2048, 2049, 3000, 4096, 8192, 16384, 75856, 2 ** 31 - 1]
 
@@ -48,14 +48,14 @@ GOLDEN_CHOICES = [
     (H200, 4096, 5376, 4096, "faithful", DEFAULT, "heuristic: the default config"),
     (RTX5090, 128, 256, 512, "fast", "128x256", "tuning cache winner"),  # no emulation on SM12x
     (RTX5090, 129, 256, 512, "faithful", "128x256_lockstep", "tuning cache winner"),
-    (RTX5090, 128, 5376, 7168, "faithful", "128x128", "heuristic: M <= 512 on SM12x"),
+    (RTX5090, 128, 5376, 7168, "faithful", DEFAULT, "heuristic: the default config"),
     (RTX5090, 4096, 5376, 7168, "faithful", DEFAULT, "heuristic: the default config"),
 ]
 # The heuristic alone: (major, minor, M, tile, rule).
 HEURISTIC = [
-    (12, 0, 0, "128x128", "M <= 512 on SM12x"),
-    (12, 0, 512, "128x128", "M <= 512 on SM12x"),
-    (12, 1, 128, "128x128", "M <= 512 on SM12x"),
+    (12, 0, 0, DEFAULT, "the default config"),  # SM12x: no small-M rule (target_facts.h)
+    (12, 0, 512, DEFAULT, "the default config"),
+    (12, 1, 128, DEFAULT, "the default config"),
     (12, 0, 513, DEFAULT, "the default config"),
     (9, 0, 1, DEFAULT, "the default config"),
     (10, 0, 128, DEFAULT, "the default config"),

@@ -74,7 +74,7 @@ if [[ ${1:-} != quick ]]; then
       "$B/out_proj_smooth_test" --gtest_filter='*special_extreme_faithful:*gauss_two_tiles_per_cta_fast*:*Checked*'
     # The branch's instances (partials written by the quantizers, read by the epilogues).
     check "sanitizer_branch_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$B/out_proj_branch_test" --gtest_filter='*gauss_r16_faithful:*special_extreme_r64_fast:*two_tiles_per_cta_r32_faithful_128x128:*two_tiles_per_cta_r32_faithful_128x128_staged'
+      "$B/out_proj_branch_test" --gtest_filter='*gauss_r16_faithful:*special_extreme_r64_fast:*two_tiles_per_cta_r32_faithful:*two_tiles_per_cta_r32_faithful_128x128:*two_tiles_per_cta_r32_faithful_128x256'
   done
   # The weight quantizer's two kernels (its os table and amax reduction in shared memory).
   for tool in memcheck racecheck; do

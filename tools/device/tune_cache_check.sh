@@ -14,7 +14,7 @@ log=$OUT/tune_cache_bench.out
 rm -f "$cache"
 fail() { echo "TUNE CACHE FAILED: $*"; exit 1; }
 
-"$B/bench" --bench_m=$ms --benchmark_filter='^fused(_128x256_lockstep|_128x128|_128x128_staged)?/' \
+"$B/bench" --bench_m=$ms --benchmark_filter='^fused(_128x256_lockstep|_128x256|_128x128)?/' \
   --write_tune_cache="$cache" >"$log" 2>&1
 rc=$?
 cat "$log"
