@@ -364,7 +364,7 @@ TEST(OutProjTest, ErrorPaths) {
       {"tile", [](OutProjArgs& a) { a.tile = static_cast<OutProjTile>(77); }, CheckMode::kAsync,
        absl::StatusCode::kInvalidArgument,
        "tile must be a registered tile config: 0 (auto), 3 (128x256_lockstep), 1 (128x256), 2 "
-       "(128x128), got 77"},
+       "(128x128), 4 (128x128_staged), got 77"},
       {"sm90_emulation", [](OutProjArgs& a) { a.sm90_emulation = static_cast<Sm90Emulation>(-1); },
        CheckMode::kAsync, absl::StatusCode::kInvalidArgument, "sm90_emulation must be"},
       {"k", [](OutProjArgs& a) { a.attn_out.shape[1] = 320; }, CheckMode::kAsync,
