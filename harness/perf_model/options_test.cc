@@ -37,9 +37,9 @@ Hardware LoadedL2(Hardware hw) {
   return hw;
 }
 
-// M = 4096, N = 5376, K = 7168, r = 32 on the built default (128x256, 2 x 4 warps of 64 x 64) and
-// the RTX 5090's 170 SMs, by hand: 512 row groups of 8, each as NumChunks(7168) = 7 units of one
-// 1024-column chunk; 32 m-tiles, 84 warp columns of 64; a front of 9 m-tiles, 144 groups.
+// M = 4096, N = 5376, K = 7168, r = 32 on `current` (the skewed 128x256, 2 x 4 warps of 64 x 64)
+// and the RTX 5090's 170 SMs, by hand: 512 row groups of 8, each as NumChunks(7168) = 7 units of
+// one 1024-column chunk; 32 m-tiles, 84 warp columns of 64; a front of 9 m-tiles, 144 groups.
 TEST(OptionsTest, BytesAndFlopsByHand) {
   const Hardware hw = Rtx5090();
   const OptionsCost c = PredictOptions(hw, CurrentDesign(), AtM(4096), {32, true});

@@ -66,8 +66,8 @@ std::string TuneShapeKey(int64_t n, int64_t k, absl::string_view variant);
 // The heuristic of the target of compute capability `major` (its facts' small_m and small-M
 // tile), the registry's default where it has none or there is no target.
 OutProjTile TuneHeuristic(int major, int64_t m);
-// The heuristic's rule behind TuneHeuristic(major, m), as `info` prints it ("M <= 512 on SM12x",
-// "the default config").
+// The heuristic's rule behind TuneHeuristic(major, m), as `info` prints it ("M <= <small_m> on
+// <family>" where a target has a small-M rule, none today; "the default config").
 std::string TuneHeuristicRule(int major, int64_t m);
 // The bucket nearest m on a log2 scale, the smaller one on a tie; `sorted` ascending, non-empty.
 int64_t NearestTuneBucket(const std::vector<int64_t>& sorted, int64_t m);

@@ -14,8 +14,9 @@ The cache is keyed by device (name, compute capability, SM count, driver version
 version, then by shape (N, K and, on sm_90, the MMA emulation), and holds the winning config
 per M bucket; the file is read once per process, at the first `tile="auto"` call on a GPU. A
 cache that cannot be read, or was written by another library version, is ignored with a
-warning, and so are devices it does not know: the heuristic decides then (for small M on
-SM12x "128x128", else the registry's default; `heuristic_with_reason` gives the rule's words).
+warning, and so are devices it does not know: the heuristic decides then (a small-M rule per
+target, none today, else the registry's default; `heuristic_with_reason` gives the rule's
+words).
 Nothing here touches the GPU's streams: a call resolved this way can be captured into a CUDA
 graph, the first call of the process included.
 """

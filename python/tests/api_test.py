@@ -132,7 +132,7 @@ class SignatureTest(unittest.TestCase):
         from minimax_h3_nvfp4 import _native
         self.assertEqual(_native.tiles(), {"auto": 0, "128x256": 1, "128x128": 2,
                                            "128x256_lockstep": 3, "128x128_staged": 4})
-        # In the registry's order, "auto" first (the default, 128x256, is named, not first).
+        # In the registry's order, "auto" first (the default, 128x128_staged, is named, not first).
         self.assertEqual(list(_native.tiles()),
                          ["auto", "128x256_lockstep", "128x256", "128x128", "128x128_staged"])
         lib = _native.lib()

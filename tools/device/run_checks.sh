@@ -65,7 +65,8 @@ if [[ ${1:-} != quick ]]; then
   export MINIMAX_H3_NVFP4_WAIT_LIMIT_MS=600000
   # ReusedFlagsLeftZero: the kernel's reset of its ready flags (ready_flags.h ResetAtExit). The
   # patterns match every config's case, the staged one's shared-memory hand-off among them.
-  cases='*m129*:*n128*:*two_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
+  # three_tiles_per_cta: the staged config's t tile through a second phase of each parity.
+  cases='*m129*:*n128*:*two_tiles_per_cta_faithful*:*three_tiles_per_cta_faithful*:*ReusedFlagsLeftZero*'
   for tool in memcheck racecheck synccheck; do
     check "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$B/out_proj_test" --gtest_filter="$cases"
