@@ -89,13 +89,32 @@ void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
   std::sort(swings.begin(), swings.end(), [](const Swing& x, const Swing& y) {
     return std::abs(x.at_hi - x.at_lo) > std::abs(y.at_hi - y.at_lo);
   });
-  std::printf("  `%s` at M = %lld, one assumed input at a time at its range's ends:\n",
-              d.name.c_str(), static_cast<long long>(m));
+  // A ring's depth is what a latency-bound low end asks for: the same design one stage deeper
+  // at each input's worse end, whether or not it fits (said below).
+  Design deeper = d;
+  deeper.stages += 1;
+  if (deeper.a_stages > 0) deeper.a_stages += 1;
+  std::printf(
+      "  `%s` at M = %lld, one assumed input at a time at its range's ends (deeper: the design "
+      "with %d stages at the worse end):\n",
+      d.name.c_str(), static_cast<long long>(m), deeper.stages);
   for (const Swing& s : swings) {
-    std::printf("    %-24s %10.4g -> %6.0f   %10.4g -> %6.0f   swing %4.0f  measured by: %s\n",
-                s.name.c_str(), s.lo_val, s.at_lo, s.hi_val, s.at_hi, std::abs(s.at_hi - s.at_lo),
-                MeasuredBy(s.name));
+    Hardware worse = h;
+    for (const AssumedInput& a : AssumedInputs(worse)) {
+      if (s.name == a.name) a.input->value = s.at_lo < s.at_hi ? a.input->low : a.input->high;
+    }
+    std::printf(
+        "    %-24s %10.4g -> %6.0f   %10.4g -> %6.0f   swing %4.0f   deeper %6.0f   measured "
+        "by: %s\n",
+        s.name.c_str(), s.lo_val, s.at_lo, s.hi_val, s.at_hi, std::abs(s.at_hi - s.at_lo),
+        Read(worse, deeper, p).tflops, MeasuredBy(s.name));
   }
+  const Feasibility f = Read(h, deeper, p).prediction.feasibility;
+  std::printf("    (the design with %d stages %s)\n", deeper.stages,
+              f.ok ? "fits"
+                   : absl::StrFormat("does not fit: %s",
+                                     f.reasons.empty() ? "?" : f.reasons[0].c_str())
+                         .c_str());
 }
 
 // The arithmetic of one design's default figure at M.
@@ -158,7 +177,8 @@ void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& d
     }
     const size_t j4096 = 2;  // PickMs()[2] == 4096
     std::printf("\n");
-    if (b[0][j4096].def < options.goal_tflops) {
+    const Uncertainty& dflt = b[0][j4096];
+    if (dflt.def < options.goal_tflops || dflt.p_goal < 0.5) {
       // The best of the designs shown, by its default reading at M = 4096.
       size_t best = 0;
       double best_t = -1;
@@ -171,8 +191,15 @@ void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& d
           best = i;
         }
       }
-      std::printf("  the built default is below %.0f at M = 4096 at the defaults; what caps it:\n",
-                  options.goal_tflops);
+      if (dflt.def < options.goal_tflops) {
+        std::printf("  the built default is below %.0f at M = 4096 at the defaults; what caps it:\n",
+                    options.goal_tflops);
+      } else {
+        std::printf(
+            "  the built default reaches %.0f at M = 4096 at the defaults (%.0f) but in only %.0f%% "
+            "of the draws (low %.0f); what caps it and what pulls its low end:\n",
+            options.goal_tflops, dflt.def, 100 * dflt.p_goal, dflt.low);
+      }
       PrintArithmetic(h, built[0], 4096, options.goal_tflops);
       if (!designs.empty() && designs[best].name != built[0].name) {
         PrintArithmetic(h, designs[best], 4096, options.goal_tflops);
