@@ -207,7 +207,7 @@ struct Design {
 // The kernel's built configs, numbers copied from kernels/device/config.cuh, kernels/device/out_proj_kernel.cuh
 // and kernels/device/epilogue.cuh (not included from there: current_design_test checks them field by
 // field). The skewed 128x256 config (Sm120Config128x256Skewed, tile "128x256"): the registry's
-// default (BuiltDesigns()[0], reading.h) since the refit model put it first at M = 4096.
+// default until the staged 128x128 (CurrentStagedDesign(), BuiltDesigns()[0]) replaced it.
 Design CurrentDesign();
 // The same tile with both consumer warpgroups in step (Sm120Config128x256Lockstep, tile
 // "128x256_lockstep"): the default before the refit, and what the H200 epilogue measurements of

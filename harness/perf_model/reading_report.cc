@@ -94,10 +94,15 @@ void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
   Design deeper = d;
   deeper.stages += 1;
   if (deeper.a_stages > 0) deeper.a_stages += 1;
+  const std::string rings =
+      deeper.a_stages > 0
+          ? absl::StrFormat("%d-stage B rings and a %d-stage A ring", deeper.stages,
+                            deeper.a_stages)
+          : absl::StrFormat("%d stages", deeper.stages);
   std::printf(
       "  `%s` at M = %lld, one assumed input at a time at its range's ends (deeper: the design "
-      "with %d stages at the worse end):\n",
-      d.name.c_str(), static_cast<long long>(m), deeper.stages);
+      "with %s at the worse end):\n",
+      d.name.c_str(), static_cast<long long>(m), rings.c_str());
   for (const Swing& s : swings) {
     Hardware worse = h;
     for (const AssumedInput& a : AssumedInputs(worse)) {
@@ -110,7 +115,7 @@ void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
         Read(worse, deeper, p).tflops, MeasuredBy(s.name));
   }
   const Feasibility f = Read(h, deeper, p).prediction.feasibility;
-  std::printf("    (the design with %d stages %s)\n", deeper.stages,
+  std::printf("    (the design with %s %s)\n", rings.c_str(),
               f.ok ? "fits"
                    : absl::StrFormat("does not fit: %s",
                                      f.reasons.empty() ? "?" : f.reasons[0].c_str())
@@ -192,12 +197,13 @@ void PrintReading(const std::vector<Hardware>& hws, const std::vector<Design>& d
         }
       }
       if (dflt.def < options.goal_tflops) {
-        std::printf("  the built default is below %.0f at M = 4096 at the defaults; what caps it:\n",
-                    options.goal_tflops);
+        std::printf(
+            "  the built default is below %.0f at M = 4096 at the defaults; what caps it:\n",
+            options.goal_tflops);
       } else {
         std::printf(
-            "  the built default reaches %.0f at M = 4096 at the defaults (%.0f) but in only %.0f%% "
-            "of the draws (low %.0f); what caps it and what pulls its low end:\n",
+            "  the built default reaches %.0f at M = 4096 at the defaults (%.0f) but in only "
+            "%.0f%% of the draws (low %.0f); what caps it and what pulls its low end:\n",
             options.goal_tflops, dflt.def, 100 * dflt.p_goal, dflt.low);
       }
       PrintArithmetic(h, built[0], 4096, options.goal_tflops);

@@ -220,8 +220,8 @@ using Sm120Config128x256Lockstep = OutProjConfig<3, 128, 256, kSm120SmemBytes>;
 // scales each): 93 KiB. The skew hides most of the epilogue (perf_model: `current`); its alone
 // phases rest on one MMA warp per sub-partition keeping the tensor pipes fed (perf_model's eta).
 using Sm120Config128x256Skewed = OutProjConfig<3, 128, 256, kSm120SmemBytes, 4, SkewedSchedule>;
-// The plain 128 x 128 (OutProjTile::k128x128): 128 x 128 tiles in lockstep, 4 stages of BK = 128, 64 x 32 warp tiles, no setmaxnreg (the
-// ladder's L1 rung): 76 KiB.
+// The plain 128 x 128 (OutProjTile::k128x128): 128 x 128 tiles in lockstep, 4 stages of
+// BK = 128, 64 x 32 warp tiles, no setmaxnreg (the ladder's L1 rung): 76 KiB.
 using Sm120Config128x128Lockstep = OutProjConfig<4, 128, 128, kSm120SmemBytes>;
 // OutProjTile::k128x128Staged: the 128 x 128 tile with the staged epilogue (perf_model's
 // v2_128x128_k128_s3_staged, the refit model's pick at M = 4096 on an RTX 5090): 3 stages of

@@ -62,9 +62,9 @@ inline constexpr int kOutProjTileCount = sizeof(kOutProjTiles) / sizeof(kOutProj
 // configs" lines) ranks first at every M on an RTX 5090 and an RTX PRO 6000 (RTX 5090, M = 4096:
 // 1273 TFLOP/s against the skewed 128x256's 1239, within 1% of the model's best design). A model
 // only, unmeasured on SM12x, and its Monte Carlo low end is below the skewed config's (more
-// exposed to L2 queueing); the H200's emulation, whose MMA runs on the CUDA cores, orders the
-// configs differently from run to run within ~3% (NOTES.md, issue 29). `tune` measures and
-// decides per device.
+// exposed to L2 queueing); on the H200's emulation, whose MMA runs on the CUDA cores, the staged
+// and skewed configs swap places from run to run (~2-3%) and the lockstep and plain 128x128 ran
+// faster (NOTES.md, issue 29). `tune` measures and decides per device.
 inline constexpr OutProjTile kOutProjTileDefault = OutProjTile::k128x128Staged;
 
 // The registry entry of `tile` (kAuto: the default's, whatever a call resolves it to), or nullptr

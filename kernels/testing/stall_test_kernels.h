@@ -52,7 +52,8 @@ inline constexpr StallCase kStallCases[] = {
     // The leading group never releases its B ring's stage 4: the load warp, every other stage
     // issued, waits to refill it with stage 7 (B ring 0, stage 1).
     {"release_b0", OutProjTile::k128x256, true, Handoff::kRelease, kRingB0, 1, 1, 4},
-    // The 128 x 128 config (lockstep, one ring of 4 stages): stage 6 (ring stage 2, phase 1) never fills, all eight consumer warps wait on it.
+    // The 128 x 128 config (lockstep, one ring of 4 stages): stage 6 (ring stage 2, phase 1)
+    // never fills, all eight consumer warps wait on it.
     {"fill_a_128x128", OutProjTile::k128x128, true, Handoff::kFill, kRingA, 1, 1, 6},
     // No consumer releases its ring stage 1: the load warp waits to refill it with stage 5.
     {"release_a_128x128", OutProjTile::k128x128, true, Handoff::kRelease, kRingA, 1, 1, 1},
