@@ -68,12 +68,17 @@ const char* MeasuredBy(const std::string& name) {
 }
 
 // Each assumed input alone at its low and its high end, the others at their defaults: the
-// swing of the design's default reading, largest first.
+// swing of the design's default reading, largest first. Beside it, the same design one stage
+// deeper at the input's worse end (a ring's depth is what a latency-bound low end asks for),
+// whether or not it fits (said below).
 void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
   struct Swing {
     std::string name;
-    double lo_val, hi_val, at_lo, at_hi;
+    double lo_val, hi_val, at_lo, at_hi, deeper_at_worse;
   };
+  Design deeper = d;
+  deeper.stages += 1;
+  if (deeper.a_stages > 0) deeper.a_stages += 1;
   std::vector<Swing> swings;
   Problem p;
   p.m = m;
@@ -84,16 +89,13 @@ void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
     Hardware lo = h, hi = h;
     AssumedInputs(lo)[k].input->value = a.low;  // the same fixed order in every copy
     AssumedInputs(hi)[k].input->value = a.high;
-    swings.push_back({inputs[k].name, a.low, a.high, Read(lo, d, p).tflops, Read(hi, d, p).tflops});
+    const double at_lo = Read(lo, d, p).tflops, at_hi = Read(hi, d, p).tflops;
+    swings.push_back({inputs[k].name, a.low, a.high, at_lo, at_hi,
+                      Read(at_lo < at_hi ? lo : hi, deeper, p).tflops});
   }
   std::sort(swings.begin(), swings.end(), [](const Swing& x, const Swing& y) {
     return std::abs(x.at_hi - x.at_lo) > std::abs(y.at_hi - y.at_lo);
   });
-  // A ring's depth is what a latency-bound low end asks for: the same design one stage deeper
-  // at each input's worse end, whether or not it fits (said below).
-  Design deeper = d;
-  deeper.stages += 1;
-  if (deeper.a_stages > 0) deeper.a_stages += 1;
   const std::string rings =
       deeper.a_stages > 0
           ? absl::StrFormat("%d-stage B rings and a %d-stage A ring", deeper.stages,
@@ -104,15 +106,11 @@ void PrintSwings(const Hardware& h, const Design& d, int64_t m) {
       "with %s at the worse end):\n",
       d.name.c_str(), static_cast<long long>(m), rings.c_str());
   for (const Swing& s : swings) {
-    Hardware worse = h;
-    for (const AssumedInput& a : AssumedInputs(worse)) {
-      if (s.name == a.name) a.input->value = s.at_lo < s.at_hi ? a.input->low : a.input->high;
-    }
     std::printf(
         "    %-24s %10.4g -> %6.0f   %10.4g -> %6.0f   swing %4.0f   deeper %6.0f   measured "
         "by: %s\n",
         s.name.c_str(), s.lo_val, s.at_lo, s.hi_val, s.at_hi, std::abs(s.at_hi - s.at_lo),
-        Read(worse, deeper, p).tflops, MeasuredBy(s.name));
+        s.deeper_at_worse, MeasuredBy(s.name));
   }
   const Feasibility f = Read(h, deeper, p).prediction.feasibility;
   std::printf("    (the design with %s %s)\n", rings.c_str(),
